@@ -1,0 +1,5 @@
+"""``python -m rentcheck``."""
+
+from rentcheck.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,84 @@
+"""The ``rentcheck`` command: argument parsing and the one place errors become exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from rentcheck import __version__
+from rentcheck.errors import RentcheckError
+from rentcheck.report import EXIT_ERROR
+
+__all__ = ["main"]
+
+EPILOG = "exit codes: 0 clean, 1 findings at or above --fail-level, 2 usage/config/internal error"
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    g = common.add_argument_group("common options")
+    g.add_argument("--config", metavar="FILE", help="use this rentcheck.yaml / pyproject.toml")
+    g.add_argument("--isolated", action="store_true", help="ignore config files")
+    g.add_argument("--output-format", choices=["text", "concise", "json", "sarif", "github"],
+                   default=None, help="how to print results (default: text)")
+    g.add_argument("-o", "--output-file", metavar="FILE", help="write results here (atomically)")
+    g.add_argument("--fail-level", choices=["note", "warning", "error"], default=None,
+                   help="lowest severity that makes the exit code 1 (default: warning)")
+    g.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    g.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    g.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from rentcheck.commands import check, config_cmd, rules
+
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="rentcheck",
+        description="Runnable gates for training on rented GPUs.",
+        epilog=EPILOG,
+    )
+    parser.add_argument("--version", action="version", version=f"rentcheck {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    check.add_parser(sub, common)
+    rules.add_parsers(sub, common)
+    config_cmd.add_parser(sub, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv in (["--version"], ["-V"]):  # answer without building the parser
+        sys.stdout.write(f"rentcheck {__version__}\n")
+        return 0
+    debug = "--debug" in argv
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # argparse already printed usage + a one-line error
+            return EXIT_ERROR if exc.code not in (0, None) else 0
+        if not getattr(args, "handler", None):
+            parser.print_help()
+            return EXIT_ERROR
+        return int(args.handler(args))
+    except RentcheckError as exc:
+        if debug:
+            raise
+        sys.stderr.write(f"rentcheck: error: {exc}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        sys.stderr.write("rentcheck: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
+        if debug:
+            raise
+        sys.stderr.write(
+            f"rentcheck: internal error: {type(exc).__name__}: {exc} "
+            "(rerun with --debug for the traceback and report it)\n"
+        )
+        return EXIT_ERROR

@@ -1,0 +1,65 @@
+"""``rentcheck check``: the static pre-rent lint gate."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rentcheck.config import load_config
+from rentcheck.lint.engine import Linter
+from rentcheck.output import emit, use_color
+from rentcheck.registry import load_rule_set
+from rentcheck.report import Report, render
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "check",
+        parents=[common],
+        help="lint the repository (shell, Python, config hygiene) before renting",
+        description="Run the static pre-rent checks. Exit 0 clean, 1 findings, 2 error.",
+    )
+    p.add_argument("paths", nargs="*", help="files or directories (default: the project root)")
+    p.add_argument("--fix", action="store_true", help="apply safe fixes (atomic, keeps file modes)")
+    p.add_argument("--diff", action="store_true", help="show what --fix would change; write nothing")
+    for flag in ("select", "extend-select", "ignore", "exclude", "extend-exclude"):
+        p.add_argument(f"--{flag}", metavar="CODES" if "select" in flag or flag == "ignore" else "GLOBS",
+                       help=f"comma-separated; overrides the config's `{flag}`")
+    p.add_argument("--preview", action="store_true", default=None, help="enable preview rules")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = {
+        "select": args.select,
+        "extend-select": args.extend_select,
+        "ignore": args.ignore,
+        "exclude": args.exclude,
+        "extend-exclude": args.extend_exclude,
+        "fail-level": args.fail_level,
+        "preview": args.preview,
+        "output-format": args.output_format,
+    }
+    start = args.paths[0] if args.paths else "."
+    config = load_config(start, explicit=args.config, isolated=args.isolated, overrides=overrides)
+    linter = Linter(config, load_rule_set())
+    result = linter.run(args.paths, fix=args.fix, diff=args.diff)
+    if args.diff:
+        sys.stdout.write("".join(result.diffs))
+        return 1 if result.diffs else 0
+    report = Report(
+        command="check",
+        findings=result.findings,
+        rules=linter.known,
+        config_digest=config.digest(),
+        fail_level=config.fail_level,
+        exit_zero=args.exit_zero,
+        files_checked=len(result.checked),
+        fixed=len(result.fixed),
+        suppressed=result.suppressed,
+    )
+    if not result.checked:
+        sys.stderr.write("rentcheck: warning: no files to check (nothing matched the paths)\n")
+    color = use_color(args.color, sys.stdout.isatty() and not args.output_file)
+    emit(render(report, config.output_format, color=color), args.output_file)
+    return report.exit_code

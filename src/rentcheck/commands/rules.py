@@ -1,0 +1,89 @@
+"""``rentcheck rule CODE`` and ``rentcheck rules``: documentation generated from rule metadata."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import textwrap
+from typing import Any
+
+from rentcheck.errors import UsageError
+from rentcheck.model import Rule
+from rentcheck.output import emit
+from rentcheck.registry import all_rules
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    one = sub.add_parser("rule", parents=[common], help="explain one rule: what, why, example, fix")
+    one.add_argument("code", help="rule code, e.g. RC101, or its name, e.g. crlf-line-endings")
+    one.set_defaults(handler=run_rule)
+    many = sub.add_parser("rules", parents=[common], help="list every rule")
+    many.set_defaults(handler=run_rules)
+
+
+def rule_to_dict(rule: Rule) -> dict[str, Any]:
+    return {
+        "code": rule.code,
+        "name": rule.name,
+        "family": rule.family,
+        "summary": rule.summary,
+        "why": rule.why,
+        "example_bad": rule.example_bad,
+        "example_good": rule.example_good,
+        "fix": rule.fix,
+        "fix_applicability": rule.fix_applicability.value,
+        "default_severity": rule.default_severity.label,
+        "status": rule.status.value,
+    }
+
+
+def explain(rule: Rule) -> str:
+    def block(text: str) -> str:
+        return textwrap.indent(text, "    ")
+
+    def para(text: str) -> str:
+        return textwrap.fill(text, width=96, initial_indent="    ", subsequent_indent="    ")
+
+    return (
+        f"{rule.code} {rule.name}  ({rule.family}; {rule.status.value}; default severity "
+        f"{rule.default_severity.label}; fix: {rule.fix_applicability.value})\n\n"
+        f"What it does\n{para(rule.summary)}\n\n"
+        f"Why is this bad?\n{para(rule.why)}\n\n"
+        f"Example\n{block(rule.example_bad)}\n\n"
+        f"Use instead\n{block(rule.example_good)}\n\n"
+        f"Fix\n{para(rule.fix)}\n"
+    )
+
+
+def run_rule(args: argparse.Namespace) -> int:
+    rules = all_rules()
+    wanted = args.code.strip()
+    rule = rules.get(wanted.upper()) or next((r for r in rules.values() if r.name == wanted), None)
+    if rule is None:
+        close = difflib.get_close_matches(wanted.upper(), list(rules), n=1) or difflib.get_close_matches(
+            wanted, [r.name for r in rules.values()], n=1
+        )
+        hint = f"did you mean {close[0]}?" if close else "run `rentcheck rules` for the list"
+        raise UsageError(f"no rule {wanted!r}", hint=hint)
+    if args.output_format == "json":
+        emit(json.dumps(rule_to_dict(rule), indent=2) + "\n", args.output_file)
+    else:
+        emit(explain(rule), args.output_file)
+    return 0
+
+
+def run_rules(args: argparse.Namespace) -> int:
+    rules = list(all_rules().values())
+    if args.output_format == "json":
+        emit(json.dumps([rule_to_dict(r) for r in rules], indent=2) + "\n", args.output_file)
+        return 0
+    width = max(len(r.name) for r in rules)
+    lines = [f"{'code':<7} {'name':<{width}}  {'severity':<8} {'fix':<6} {'status':<7} summary"]
+    for r in rules:
+        lines.append(
+            f"{r.code:<7} {r.name:<{width}}  {r.default_severity.label:<8} "
+            f"{r.fix_applicability.value:<6} {r.status.value:<7} {r.summary}"
+        )
+    emit("\n".join(lines) + "\n", args.output_file)
+    return 0

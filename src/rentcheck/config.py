@@ -1,0 +1,271 @@
+"""Settings: defaults < config file < ``RENTCHECK_*`` environment < command line.
+
+The file is the nearest ``rentcheck.yaml``, ``.rentcheck.yaml`` or ``pyproject.toml`` with a
+``[tool.rentcheck]`` table, searching upward from the start directory. Unknown keys and rule
+codes are errors that name the key and the file, never silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rentcheck.errors import ConfigError
+from rentcheck.model import Rule, RuleStatus, Severity
+
+__all__ = ["Config", "code_matches", "find_config_file", "load_config", "selected_rules"]
+
+DEFAULT_EXCLUDE = (
+    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "node_modules",
+    ".mypy_cache", ".ruff_cache", ".pytest_cache", ".rentcheck", "site-packages", ".eggs",
+    "*.egg-info", "build", "dist",
+)
+OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github")
+YAML_NAMES = ("rentcheck.yaml", ".rentcheck.yaml")
+LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
+KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-level", "preview", "output-format")
+ENV_PREFIX = "RENTCHECK_"
+
+
+@dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] = ("ALL",)
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    fail_level: Severity = Severity.WARNING
+    preview: bool = False
+    output_format: str = "text"
+    source: str | None = None  # the file the settings came from, if any
+    root: str = "."  # paths in globs and reports are relative to this directory
+
+    @property
+    def excludes(self) -> tuple[str, ...]:
+        return self.exclude + self.extend_exclude
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "select": list(self.select),
+            "extend-select": list(self.extend_select),
+            "ignore": list(self.ignore),
+            "per-file-ignores": {k: list(v) for k, v in sorted(self.per_file_ignores.items())},
+            "exclude": list(self.exclude),
+            "extend-exclude": list(self.extend_exclude),
+            "fail-level": self.fail_level.label,
+            "preview": self.preview,
+            "output-format": self.output_format,
+        }
+
+    def digest(self) -> str:
+        """Stable identity of the settings that decide findings (not where they came from)."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
+        return "sha256:" + hashlib.sha256(blob).hexdigest()
+
+
+def find_config_file(start: str) -> str | None:
+    directory = os.path.abspath(start)
+    if os.path.isfile(directory):
+        directory = os.path.dirname(directory)
+    while True:
+        for name in YAML_NAMES:
+            candidate = os.path.join(directory, name)
+            if os.path.isfile(candidate):
+                return candidate
+        candidate = os.path.join(directory, "pyproject.toml")
+        if os.path.isfile(candidate) and _pyproject_has_table(candidate):
+            return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def _pyproject_has_table(path: str) -> bool:
+    # Cheap text test first: parsing every pyproject on the way up costs more than it finds.
+    with open(path, "rb") as handle:
+        if b"tool.rentcheck" not in handle.read():
+            return False
+    return "rentcheck" in _read_toml(path).get("tool", {})
+
+
+def _read_toml(path: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}", hint="fix the TOML syntax") from exc
+
+
+def _read_file(path: str) -> dict[str, Any]:
+    if path.endswith(".toml"):
+        table = _read_toml(path).get("tool", {}).get("rentcheck", {})
+    else:
+        import yaml
+
+        try:
+            with open(path, "rb") as handle:
+                table = yaml.safe_load(handle) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            msg = str(exc).replace("\n", " ")
+            raise ConfigError(f"cannot read {path}: {msg}", hint="fix the YAML syntax") from exc
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: settings must be a mapping", hint="use `select: [RC1]` style")
+    return table
+
+
+def _where(source: str) -> str:
+    return f"[tool.rentcheck] of {source}" if source.endswith(".toml") else source
+
+
+def _string_list(value: Any, key: str, source: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [part for part in value.split(",")]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            f"{key!r} in {_where(source)} must be a list of strings", hint=f'e.g. {key} = ["RC1"]'
+        )
+    return tuple(v.strip() for v in value if v.strip())
+
+
+def _apply(values: dict[str, Any], config: Config, source: str, *, layered: bool = False) -> Config:
+    """Overlay ``values`` on ``config``. In a ``layered`` source (environment, command line)
+    an ``extend-*`` key adds to what the file said instead of replacing it."""
+    changes: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in KNOWN_KEYS:
+            close = difflib.get_close_matches(key, KNOWN_KEYS, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(KNOWN_KEYS)
+            raise ConfigError(f"unknown key {key!r} in {_where(source)}", hint=hint)
+        attr = key.replace("-", "_")
+        if key in LIST_KEYS:
+            items = _string_list(value, key, source)
+            if layered and key.startswith("extend-"):
+                items = tuple(getattr(config, attr)) + items
+            changes[attr] = items
+        elif key == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError(
+                    f"'per-file-ignores' in {_where(source)} must map globs to code lists",
+                    hint='e.g. "scripts/*.sh" = ["RC103"]',
+                )
+            changes[attr] = {str(g): _string_list(v, key, source) for g, v in value.items()}
+        elif key == "fail-level":
+            try:
+                changes[attr] = Severity.parse(str(value))
+            except ValueError as exc:
+                raise ConfigError(f"'fail-level' in {_where(source)}: {exc}") from None
+        elif key == "preview":
+            if isinstance(value, str) and value.lower() in ("1", "true", "yes", "0", "false", "no"):
+                value = value.lower() in ("1", "true", "yes")
+            if not isinstance(value, bool):
+                raise ConfigError(f"'preview' in {_where(source)} must be true or false")
+            changes[attr] = value
+        elif key == "output-format":
+            if value not in OUTPUT_FORMATS:
+                raise ConfigError(
+                    f"'output-format' in {_where(source)} is {value!r}",
+                    hint="use one of: " + ", ".join(OUTPUT_FORMATS),
+                )
+            changes[attr] = value
+    return dataclasses.replace(config, **changes)
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key in KNOWN_KEYS:
+        name = ENV_PREFIX + key.upper().replace("-", "_")
+        if name in env and key != "per-file-ignores":
+            values[key] = env[name]
+    return values
+
+
+def load_config(
+    start: str = ".",
+    *,
+    explicit: str | None = None,
+    isolated: bool = False,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Resolve the effective settings; raises ConfigError naming the key and the source."""
+    env = os.environ if env is None else env
+    config = Config(root=os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or "."))
+    explicit = explicit or env.get(ENV_PREFIX + "CONFIG") or None
+    path = None if isolated else (explicit or find_config_file(start))
+    if path is not None:
+        if not os.path.isfile(path):
+            raise ConfigError(f"config file {path} does not exist", hint="check --config / RENTCHECK_CONFIG")
+        path = os.path.abspath(path)
+        config = dataclasses.replace(config, source=path, root=os.path.dirname(path))
+        config = _apply(_read_file(path), config, path)
+    config = _apply(_from_env(env), config, "the RENTCHECK_* environment", layered=True)
+    if overrides:
+        given = {k: v for k, v in overrides.items() if v is not None}
+        config = _apply(given, config, "the command line", layered=True)
+    return config
+
+
+def _normalise(token: str) -> str:
+    token = token.strip().upper()
+    # `RC7xx` is how people write a family; it means the prefix `RC7`.
+    stripped = token.rstrip("X")
+    if stripped != token and (stripped[-1:].isdigit() or stripped == "RC"):
+        return stripped
+    return token
+
+
+def _matches(code: str, token: str) -> bool:
+    return token == "ALL" or code.startswith(token)
+
+
+def _check_tokens(tokens: Sequence[str], key: str, rules: Mapping[str, Rule], source: str) -> None:
+    for raw in tokens:
+        token = _normalise(raw)
+        if token == "ALL" or any(code.startswith(token) for code in rules):
+            continue
+        close = difflib.get_close_matches(token, list(rules), n=1)
+        hint = f"did you mean {close[0]}?" if close else "see `rentcheck rules` for the codes"
+        raise ConfigError(f"unknown rule code {raw!r} in {key!r} of {source}", hint=hint)
+
+
+def selected_rules(config: Config, rules: Mapping[str, Rule]) -> dict[str, Rule]:
+    """The rules this run enables; raises ConfigError for a code no rule has."""
+    source = _where(config.source) if config.source else "the settings"
+    for key, tokens in (
+        ("select", config.select),
+        ("extend-select", config.extend_select),
+        ("ignore", config.ignore),
+    ):
+        _check_tokens(tokens, key, rules, source)
+    for glob, tokens in config.per_file_ignores.items():
+        _check_tokens(tokens, f"per-file-ignores.{glob}", rules, source)
+    wanted = [_normalise(t) for t in (*config.select, *config.extend_select)]
+    dropped = [_normalise(t) for t in config.ignore]
+    chosen: dict[str, Rule] = {}
+    for code, rule in rules.items():
+        hits = [t for t in wanted if _matches(code, t)]
+        if not hits or any(_matches(code, t) for t in dropped):
+            continue
+        # Preview rules need --preview, or their exact code selected (as in ruff).
+        if rule.status is RuleStatus.PREVIEW and not config.preview and code not in hits:
+            continue
+        chosen[code] = rule
+    return chosen
+
+
+def code_matches(code: str, token: str) -> bool:
+    """Whether ``token`` (a code, family prefix like ``RC1``/``RC1xx``, or ALL) covers ``code``."""
+    return _matches(code, _normalise(token))

@@ -1,0 +1,41 @@
+"""The two shapes a lint check takes: one file at a time, or one repository at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from rentcheck.lint.source import SourceFile
+from rentcheck.model import Finding, Rule
+
+__all__ = ["FileCheck", "Project", "ProjectCheck"]
+
+
+@dataclass(frozen=True)
+class Project:
+    """A git work tree (``git_root`` set) or a plain directory, with the files checked in it."""
+
+    root: str
+    git_root: str | None
+    files: Sequence[SourceFile]
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """A pure check of one file; ``applies`` decides cheaply whether ``run`` is worth calling."""
+
+    rule: Rule
+    applies: Callable[[SourceFile], bool]
+    run: Callable[[SourceFile], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class ProjectCheck:
+    """A check that needs the whole repository (e.g. what ``.gitattributes`` covers).
+
+    ``applies`` picks the files it looks at; ``run`` sees them together in a ``Project``.
+    """
+
+    rule: Rule
+    applies: Callable[[SourceFile], bool]
+    run: Callable[[Project], Iterable[Finding]]

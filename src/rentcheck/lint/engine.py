@@ -1,0 +1,174 @@
+"""Run the selected lint checks over files: findings, suppressions, per-file ignores, fixes."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rentcheck.atomic import write_atomic
+from rentcheck.config import Config, code_matches, selected_rules
+from rentcheck.lint.check import FileCheck, Project, ProjectCheck
+from rentcheck.lint.source import SourceFile
+from rentcheck.lint.suppress import apply_suppressions, parse_directives
+from rentcheck.lint.walk import Candidate, collect
+from rentcheck.model import Applicability, Edit, Finding, Rule
+from rentcheck.pathmatch import matches_any
+from rentcheck.registry import RuleSet
+
+__all__ = ["LintResult", "Linter"]
+
+_MAX_FIX_ROUNDS = 5
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+    fixed: list[Finding] = field(default_factory=list)
+    suppressed: int = 0
+    diffs: list[str] = field(default_factory=list)
+
+
+class Linter:
+    """The selected rules of one configuration, ready to run on files or whole trees."""
+
+    def __init__(self, config: Config, rules: RuleSet) -> None:
+        self.config = config
+        self.known: Mapping[str, Rule] = rules.rules
+        self.enabled: Mapping[str, Rule] = selected_rules(config, rules.rules)
+        self.file_checks = [c for c in rules.file_checks if c.rule.code in self.enabled]
+        self.project_checks = [c for c in rules.project_checks if c.rule.code in self.enabled]
+
+    # -- one file -------------------------------------------------------------------------
+    def applicable(self, source: SourceFile) -> list[FileCheck]:
+        return [check for check in self.file_checks if check.applies(source)]
+
+    def wants(self, source: SourceFile) -> bool:
+        """Whether this file is checked at all (some rule applies or it has directives)."""
+        return (
+            bool(self.applicable(source))
+            or any(check.applies(source) for check in self.project_checks)
+            or bool(parse_directives(source))
+        )
+
+    def _ignored_here(self, finding: Finding) -> bool:
+        if finding.path is None:
+            return False
+        return any(
+            matches_any(finding.path, [glob]) and any(code_matches(finding.code, c) for c in codes)
+            for glob, codes in self.config.per_file_ignores.items()
+        )
+
+    def finalize(self, source: SourceFile, findings: Iterable[Finding]) -> tuple[list[Finding], int]:
+        """Per-file ignores, then inline suppressions (which may add RC900/RC901)."""
+        kept = [f for f in findings if not self._ignored_here(f)]
+        result, suppressed = apply_suppressions(source, kept, self.enabled, self.known)
+        return [f for f in result if not self._ignored_here(f)], suppressed
+
+    def check_source(self, source: SourceFile) -> tuple[list[Finding], int]:
+        raw = [finding for check in self.applicable(source) for finding in check.run(source)]
+        return self.finalize(source, raw)
+
+    # -- trees ----------------------------------------------------------------------------
+    def run(self, paths: Sequence[str], *, fix: bool = False, diff: bool = False) -> LintResult:
+        result = LintResult()
+        sources: list[SourceFile] = []
+        repos: dict[str | None, list[SourceFile]] = {}
+        for candidate in collect(paths, self.config.root, self.config.excludes):
+            source = _read(candidate)
+            if source is None or not self.wants(source):
+                continue
+            source = self._check_one(source, result, fix=fix, diff=diff)
+            sources.append(source)
+            repos.setdefault(candidate.repo.root if candidate.repo else None, []).append(source)
+            result.checked.append(source.path)
+        by_path = {s.path: s for s in sources}
+        for git_root, files in repos.items():
+            project = Project(self.config.root, git_root, files)
+            for check in self.project_checks:
+                self._project_findings(check, project, by_path, result, fix=fix, diff=diff)
+        result.findings.sort(key=Finding.sort_key)
+        return result
+
+    def _check_one(self, source: SourceFile, result: LintResult, *, fix: bool, diff: bool) -> SourceFile:
+        for _ in range(_MAX_FIX_ROUNDS):
+            findings, suppressed = self.check_source(source)
+            fixable = next((f for f in findings if _safe_edits(f)), None)
+            if fixable is None or not (fix or diff):
+                break
+            if diff:
+                result.diffs.extend(_diff(e) for e in _safe_edits(fixable))
+                break
+            for edit in _safe_edits(fixable):
+                write_atomic(edit.path, edit.content)
+            result.fixed.append(fixable)
+            # A fix rewrites content only: keep judging the mode the first read established.
+            source = SourceFile.read(source.path, source.abspath, source.mode)
+        result.findings.extend(findings)
+        result.suppressed += suppressed
+        return source
+
+    def _project_findings(
+        self,
+        check: ProjectCheck,
+        project: Project,
+        by_path: Mapping[str, SourceFile],
+        result: LintResult,
+        *,
+        fix: bool,
+        diff: bool,
+    ) -> None:
+        for finding in check.run(project):
+            if self._ignored_here(finding):
+                continue
+            edits = _safe_edits(finding)
+            if edits and diff:
+                result.diffs.extend(_diff(e) for e in edits)
+            elif edits and fix:
+                for edit in edits:
+                    write_atomic(edit.path, edit.content)
+                result.fixed.append(finding)
+                continue
+            holder = by_path.get(finding.path or "")
+            if holder is not None:
+                kept, suppressed = apply_suppressions(holder, [finding], {}, self.known)
+                result.suppressed += suppressed
+                result.findings.extend(kept)
+            else:
+                result.findings.append(finding)
+
+
+def _read(candidate: Candidate) -> SourceFile | None:
+    index_mode = None
+    if candidate.repo is not None:
+        rel = os.path.relpath(candidate.abspath, candidate.repo.root).replace(os.sep, "/")
+        index_mode = candidate.repo.index_mode(rel)
+    try:
+        return SourceFile.read(candidate.path, candidate.abspath, index_mode)
+    except OSError:
+        return None
+
+
+def _safe_edits(finding: Finding) -> tuple[Edit, ...]:
+    if finding.fix is None or finding.fix.applicability is not Applicability.SAFE:
+        return ()
+    return finding.fix.edits
+
+
+def _diff(edit: Edit) -> str:
+    try:
+        with open(edit.path, "rb") as handle:
+            old = handle.read()
+    except FileNotFoundError:
+        old = b""
+    name = os.path.relpath(edit.path).replace(os.sep, "/")
+    lines = difflib.unified_diff(
+        old.decode("utf-8", "replace").splitlines(keepends=True),
+        edit.content.decode("utf-8", "replace").splitlines(keepends=True),
+        fromfile=f"a/{name}",
+        tofile=f"b/{name}",
+    )
+    # CR is invisible in a terminal; show it so a CRLF fix reads as a change.
+    return "".join(line.replace("\r", "\\r") for line in lines)

@@ -1,0 +1,70 @@
+"""RC103: the executable bit and the ``#!`` line disagree."""
+
+from __future__ import annotations
+
+from rentcheck.lint.check import FileCheck
+from rentcheck.lint.source import FileKind, SourceFile
+from rentcheck.model import Applicability, Finding, Rule, Severity
+
+RULE = Rule(
+    code="RC103",
+    name="shebang-exec-mismatch",
+    family="shell",
+    summary="Executable bit and shebang line disagree",
+    why=(
+        "A launcher that runs `./train.sh` on the box fails with `Permission denied` when the "
+        "file lost its executable bit (a zip upload, a Windows checkout, core.fileMode=false), "
+        "and a file marked executable without a `#!` line is run by whatever shell happens to "
+        "call it, or fails with `Exec format error` under setsid/nohup/tmux. Either way the "
+        "job does not start and the GPU idles on your bill."
+    ),
+    example_bad="-rw-r--r--  run.sh   (first line: #!/usr/bin/env bash)",
+    example_good="-rwxr-xr-x  run.sh   (first line: #!/usr/bin/env bash)",
+    fix=(
+        "Make them agree: `chmod +x FILE && git add --chmod=+x FILE` for a script with a "
+        "shebang, or remove the bit (`chmod -x FILE && git add --chmod=-x FILE`) from a file "
+        "that is not meant to be executed."
+    ),
+    fix_applicability=Applicability.UNSAFE,
+    default_severity=Severity.WARNING,
+)
+
+
+def _applies(source: SourceFile) -> bool:
+    # Windows scripts never run on the box; binaries are executable without a shebang.
+    if source.is_binary or source.path.lower().endswith((".bat", ".cmd", ".ps1")):
+        return False
+    return source.has_shebang or source.is_executable
+
+
+def _run(source: SourceFile) -> list[Finding]:
+    if source.has_shebang and not source.is_executable:
+        if source.kind is FileKind.PYTHON and source.path.endswith("__init__.py"):
+            return []
+        message = (
+            "has a shebang but is not executable: `chmod +x "
+            f"{source.path} && git add --chmod=+x {source.path}`"
+        )
+        state = "shebang-not-executable"
+    elif source.is_executable and not source.has_shebang:
+        message = (
+            "is executable but has no shebang: add `#!/usr/bin/env bash` (or the right "
+            f"interpreter), or `chmod -x {source.path} && git add --chmod=-x {source.path}`"
+        )
+        state = "executable-without-shebang"
+    else:
+        return []
+    return [
+        Finding(
+            code=RULE.code,
+            severity=RULE.default_severity,
+            message=message,
+            path=source.path,
+            line=1,
+            col=1,
+            details={"state": state, "mode": oct(source.mode & 0o777)},
+        )
+    ]
+
+
+CHECK = FileCheck(RULE, _applies, _run)

@@ -1,0 +1,109 @@
+"""A file as the lint checks see it: relative path, bytes, effective mode, and what kind it is."""
+
+from __future__ import annotations
+
+import enum
+import os
+import stat
+from dataclasses import dataclass
+from functools import cached_property
+
+__all__ = ["FileKind", "SourceFile", "classify", "interpreter_of"]
+
+SHELL_INTERPRETERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
+SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".template")
+MAX_TEXT_BYTES = 16 * 1024 * 1024  # a "script" bigger than this is data; do not slurp it
+_BINARY_SNIFF = 8000
+
+
+class FileKind(enum.Enum):
+    SHELL = "shell"
+    PYTHON = "python"
+    MARKDOWN = "markdown"
+    GITATTRIBUTES = "gitattributes"
+    OTHER = "other"
+
+
+def interpreter_of(first_line: bytes) -> str | None:
+    """The program a ``#!`` line runs, as a bare name: ``#!/usr/bin/env -S bash -e`` -> bash."""
+    if not first_line.startswith(b"#!"):
+        return None
+    words = first_line[2:].strip().split()
+    if not words:
+        return ""
+    prog = os.path.basename(words[0]).decode("utf-8", "replace")
+    if prog == "env":
+        rest = [w for w in words[1:] if not w.startswith(b"-") and b"=" not in w]
+        prog = os.path.basename(rest[0]).decode("utf-8", "replace") if rest else ""
+    return prog
+
+
+def classify(relpath: str, head: bytes) -> FileKind:
+    name = os.path.basename(relpath)
+    if name == ".gitattributes":
+        return FileKind.GITATTRIBUTES
+    lower = name.lower()
+    if lower.endswith(SHELL_SUFFIXES):
+        return FileKind.SHELL
+    if lower.endswith((".py", ".pyi")):
+        return FileKind.PYTHON
+    if lower.endswith((".md", ".markdown")):
+        return FileKind.MARKDOWN
+    if lower.endswith((".bat", ".cmd", ".ps1")):
+        return FileKind.OTHER
+    prog = interpreter_of(head.split(b"\n", 1)[0].rstrip(b"\r"))
+    if prog:
+        base = prog.rstrip("0123456789.")
+        if base in SHELL_INTERPRETERS:
+            return FileKind.SHELL
+        if base in ("python", "pypy"):
+            return FileKind.PYTHON
+    return FileKind.OTHER
+
+
+@dataclass
+class SourceFile:
+    """One file to check. ``mode`` is what will matter on the box: the git index mode when the
+    repository ignores the filesystem's exec bit (``core.fileMode=false``), else ``st_mode``."""
+
+    path: str
+    abspath: str
+    data: bytes
+    mode: int
+    kind: FileKind
+    truncated: bool = False
+
+    @classmethod
+    def read(cls, path: str, abspath: str, index_mode: int | None = None) -> SourceFile:
+        st = os.stat(abspath)
+        if not stat.S_ISREG(st.st_mode):
+            raise IsADirectoryError(abspath)
+        with open(abspath, "rb") as handle:
+            data = handle.read(MAX_TEXT_BYTES + 1)
+        truncated = len(data) > MAX_TEXT_BYTES
+        mode = index_mode if index_mode is not None else st.st_mode
+        return cls(path, abspath, data, mode, classify(path, data[:256]), truncated)
+
+    @cached_property
+    def is_binary(self) -> bool:
+        return b"\0" in self.data[:_BINARY_SNIFF]
+
+    @property
+    def is_executable(self) -> bool:
+        return bool(self.mode & 0o111)
+
+    @property
+    def first_line(self) -> bytes:
+        return self.data.split(b"\n", 1)[0].rstrip(b"\r")
+
+    @property
+    def has_shebang(self) -> bool:
+        return self.data.startswith(b"#!")
+
+    @cached_property
+    def text(self) -> str:
+        return self.data.decode("utf-8", "replace")
+
+    def line_of_offset(self, offset: int) -> int:
+        """1-based line number of a byte offset."""
+        return self.data.count(b"\n", 0, offset) + 1

@@ -1,0 +1,102 @@
+"""The data every check produces and every report consumes: rules, findings, fixes."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Applicability", "Edit", "Finding", "Fix", "Rule", "RuleStatus", "Severity"]
+
+
+class Severity(enum.IntEnum):
+    """How bad a finding is; ordered so that ``>=`` compares against ``--fail-level``."""
+
+    NOTE = 1
+    WARNING = 2
+    ERROR = 3
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            names = ", ".join(s.label for s in cls)
+            raise ValueError(f"unknown severity {text!r} (use one of: {names})") from None
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class Applicability(enum.Enum):
+    """Whether ``--fix`` may apply a rule's fix without a person looking at it."""
+
+    SAFE = "safe"  # applied by --fix
+    UNSAFE = "unsafe"  # shown as a suggestion, never applied automatically
+    NONE = "none"  # the fix needs a decision only a person can make
+
+
+class RuleStatus(enum.Enum):
+    STABLE = "stable"
+    PREVIEW = "preview"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Everything a person needs to understand one check; ``rentcheck rule CODE`` prints it."""
+
+    code: str
+    name: str
+    family: str
+    summary: str
+    why: str
+    example_bad: str
+    example_good: str
+    fix: str
+    fix_applicability: Applicability
+    default_severity: Severity
+    status: RuleStatus = RuleStatus.STABLE
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the whole content of ``path`` with ``content`` (fixes here are whole-file)."""
+
+    path: str
+    content: bytes
+
+
+@dataclass(frozen=True)
+class Fix:
+    description: str
+    applicability: Applicability
+    edits: tuple[Edit, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem at one place. ``path`` is relative to the project root when it has one."""
+
+    code: str
+    severity: Severity
+    message: str
+    path: str | None = None
+    line: int | None = None
+    col: int | None = None
+    end_line: int | None = None
+    end_col: int | None = None
+    host: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    fix: Fix | None = None
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path or "", self.line or 0, self.col or 0, self.code)
+
+    def location(self) -> str:
+        """``path:line:col`` as editors and CI annotations understand it."""
+        where = self.path or (self.host or "<project>")
+        if self.line is not None:
+            where += f":{self.line}:{self.col or 1}"
+        return where

@@ -1,0 +1,70 @@
+"""Glob matching for ``exclude`` and ``per-file-ignores``, the way ruff users expect it.
+
+A pattern without a slash matches any single path component (``build`` excludes every
+``build/`` directory, ``*.ipynb`` every notebook); a pattern with a slash matches the whole
+path relative to the project root, where ``**`` spans directories.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+__all__ = ["matches_any"]
+
+
+def _translate(glob: str, *, cross_slash: bool) -> str:
+    """Glob to regex: ``*``/``?`` stay inside one component unless ``cross_slash``."""
+    star = ".*" if cross_slash else "[^/]*"
+    one = "." if cross_slash else "[^/]"
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        char = glob[i]
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+            continue
+        if glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if char == "*":
+            out.append(star)
+        elif char == "?":
+            out.append(one)
+        elif char == "[" and "]" in glob[i + 2 :]:
+            close = glob.index("]", i + 2)
+            body = glob[i + 1 : close]
+            negate = body.startswith(("!", "^"))
+            body = re.escape(body[1:] if negate else body).replace("\\-", "-")
+            out.append(f"[{'^' if negate else ''}{body}]")
+            i = close
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+@lru_cache(maxsize=512)
+def _compile(pattern: str) -> tuple[bool, re.Pattern[str]]:
+    anchored = "/" in pattern.rstrip("/")
+    if anchored:
+        body = _translate(pattern.strip("/"), cross_slash=False)
+        return True, re.compile(f"^{body}(?:/.*)?$", re.DOTALL)
+    body = _translate(pattern.rstrip("/"), cross_slash=True)
+    return False, re.compile(f"^{body}$", re.DOTALL)
+
+
+def matches_any(relpath: str, patterns: Iterable[str]) -> bool:
+    """True when the POSIX ``relpath`` (relative to the project root) hits any pattern."""
+    components = relpath.split("/")
+    for pattern in patterns:
+        anchored, regex = _compile(pattern)
+        if anchored:
+            if regex.match(relpath):
+                return True
+        elif any(regex.match(part) for part in components):
+            return True
+    return False

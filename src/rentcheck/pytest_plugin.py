@@ -1,0 +1,199 @@
+"""pytest adapter: ``pytest --rentcheck`` turns the lint gate into test items.
+
+Inert unless ``--rentcheck`` is given. With it, every file a selected rule applies to becomes
+one item (failures print ``path:line:col CODE message`` lines, no traceback), and one status
+item fails when nothing was checked, so an empty or mis-pointed run cannot pass. Repository
+checks (e.g. ``.gitattributes``) run in the status item. Each item judges its own file, so the
+plugin behaves the same with pytest-xdist (``-n``) as without it.
+
+Importing this module must stay cheap: no torch, paramiko, safetensors or requests.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from rentcheck.lint.engine import Linter
+    from rentcheck.lint.walk import GitRepo
+    from rentcheck.model import Finding
+
+__all__ = ["RentcheckFile", "RentcheckFileItem", "RentcheckStatusItem"]
+
+_LINTER_KEY = pytest.StashKey["Linter"]()
+_STATUS_NAME = "rentcheck-status"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rentcheck", "rentcheck gates for rented-GPU training")
+    group.addoption(
+        "--rentcheck",
+        action="store_true",
+        help="run the rentcheck lint gate: one item per checked file plus a status item",
+    )
+    group.addoption(
+        "--rentcheck-config",
+        metavar="FILE",
+        help="rentcheck.yaml or pyproject.toml to use (default: found from the rootdir)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "rentcheck: a rentcheck gate item (lint file or status)")
+    config.addinivalue_line(
+        "markers",
+        "rentcheck_gate(name): make this test part of a rentcheck gate "
+        "(lint, smoke, resume, audit, verify); it runs with that gate",
+    )
+
+
+def _linter(config: pytest.Config) -> Linter:
+    linter = config.stash.get(_LINTER_KEY, None)
+    if linter is None:
+        from rentcheck.config import load_config
+        from rentcheck.lint.engine import Linter
+        from rentcheck.registry import load_rule_set
+
+        settings = load_config(str(config.rootpath), explicit=config.getoption("rentcheck_config"))
+        linter = Linter(settings, load_rule_set())
+        config.stash[_LINTER_KEY] = linter
+    return linter
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RentcheckFile | None:
+    config = parent.config
+    if not config.getoption("rentcheck"):
+        return None
+    from rentcheck.lint.source import SourceFile
+    from rentcheck.pathmatch import matches_any
+
+    linter = _linter(config)
+    rel = os.path.relpath(file_path, linter.config.root).replace(os.sep, "/")
+    if rel.startswith("..") or file_path.is_symlink():
+        rel = str(file_path)
+    if matches_any(rel.lstrip("/"), linter.config.excludes):
+        return None
+    try:
+        source = SourceFile.read(rel, str(file_path), _index_mode(file_path))
+    except OSError:
+        return None
+    if not linter.wants(source):
+        return None
+    return RentcheckFile.from_parent(parent, path=file_path)
+
+
+def _index_mode(file_path: Path) -> int | None:
+    root = _git_root(file_path.parent)
+    if root is None:
+        return None
+    return _repo(root).index_mode(os.path.relpath(file_path, root).replace(os.sep, "/"))
+
+
+@functools.lru_cache(maxsize=64)
+def _repo(root: str) -> GitRepo:
+    from rentcheck.lint.walk import GitRepo
+
+    # One GitRepo per work tree: git is asked once whether core.fileMode makes st_mode lie.
+    return GitRepo(root)
+
+
+def _git_root(directory: Path) -> str | None:
+    for candidate in (directory, *directory.parents):
+        if (candidate / ".git").exists():
+            return str(candidate)
+    return None
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("rentcheck"):
+        return
+    checked = [item for item in items if isinstance(item, RentcheckFileItem)]
+    status = RentcheckStatusItem.from_parent(session, name=_STATUS_NAME)
+    status.checked = [str(item.path) for item in checked]
+    items.append(status)
+
+
+class RentcheckError(Exception):
+    """Carries the finding lines of one failed item (shown without a traceback)."""
+
+
+class RentcheckFile(pytest.File):
+    def collect(self) -> Iterator[RentcheckFileItem]:
+        yield RentcheckFileItem.from_parent(self, name="rentcheck")
+
+
+class RentcheckFileItem(pytest.Item):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_marker("rentcheck")
+
+    def runtest(self) -> None:
+        from rentcheck.lint.source import SourceFile
+
+        linter = _linter(self.config)
+        rel = os.path.relpath(self.path, linter.config.root).replace(os.sep, "/")
+        source = SourceFile.read(rel, str(self.path), _index_mode(self.path))
+        findings, _ = linter.check_source(source)
+        _raise_if_failing(findings, linter)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if excinfo.errisinstance(RentcheckError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)  # type: ignore[no-any-return]
+
+    def reportinfo(self) -> tuple[Path, None, str]:
+        return self.path, None, f"rentcheck {self.path.name}"
+
+
+def _raise_if_failing(findings: list[Finding], linter: Linter) -> None:
+    failing = [f for f in findings if f.severity >= linter.config.fail_level]
+    if failing:
+        lines = [f"{f.location()} {f.code} {f.message}" for f in sorted(failing, key=lambda f: f.sort_key())]
+        raise RentcheckError("\n".join(lines))
+
+
+class RentcheckStatusItem(pytest.Item):
+    """Fails when nothing was checked; also runs the repository-level checks."""
+
+    checked: list[str]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.checked = []
+        self.add_marker("rentcheck")
+
+    def runtest(self) -> None:
+        if not self.checked:
+            raise RentcheckError(
+                "rentcheck checked no files: no file under the collected paths matches a "
+                "selected rule (check the paths given to pytest and `exclude` in the config)"
+            )
+        from rentcheck.lint.check import Project
+        from rentcheck.lint.source import SourceFile
+
+        linter = _linter(self.config)
+        by_root: dict[str | None, list[SourceFile]] = {}
+        for path in self.checked:
+            rel = os.path.relpath(path, linter.config.root).replace(os.sep, "/")
+            by_root.setdefault(_git_root(Path(path).parent), []).append(SourceFile.read(rel, path))
+        findings = [
+            finding
+            for root, files in by_root.items()
+            for check in linter.project_checks
+            for finding in check.run(Project(linter.config.root, root, files))
+        ]
+        _raise_if_failing(findings, linter)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if excinfo.errisinstance(RentcheckError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)  # type: ignore[no-any-return]
+
+    def reportinfo(self) -> tuple[Path, None, str]:
+        return self.path, None, _STATUS_NAME

@@ -1,0 +1,107 @@
+"""The explicit table of built-in rules, plus third-party rule packs from entry points.
+
+A rule pack is an entry point in the group ``rentcheck.rules`` that loads to an iterable of
+``FileCheck``/``ProjectCheck`` objects (or to a zero-argument callable returning one). Packs are
+loaded only when a command needs the rule set, never on import.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rentcheck.errors import ConfigError
+from rentcheck.lint import gitattributes, line_endings, shebang
+from rentcheck.lint.check import FileCheck, ProjectCheck
+from rentcheck.meta_rules import UNKNOWN_CODE_RULE, UNUSED_SUPPRESSION_RULE
+from rentcheck.model import Rule
+
+__all__ = ["ENTRY_POINT_GROUP", "RuleSet", "all_rules", "builtin_checks", "load_rule_set"]
+
+ENTRY_POINT_GROUP = "rentcheck.rules"
+CODE_RE = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
+
+Check = FileCheck | ProjectCheck
+
+# The order here is the order of `rentcheck rules`.
+BUILTIN_CHECKS: tuple[Check, ...] = (
+    line_endings.CHECK,
+    gitattributes.CHECK,
+    shebang.CHECK,
+)
+
+# Rules with no check function of their own: the engine emits them.
+ENGINE_RULES: tuple[Rule, ...] = (UNUSED_SUPPRESSION_RULE, UNKNOWN_CODE_RULE)
+
+
+def builtin_checks() -> tuple[Check, ...]:
+    return BUILTIN_CHECKS
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """Every known rule with the check that implements it (None for engine rules)."""
+
+    rules: dict[str, Rule]
+    file_checks: tuple[FileCheck, ...]
+    project_checks: tuple[ProjectCheck, ...]
+    plugins: tuple[str, ...]
+
+
+def _plugin_checks() -> tuple[list[Check], list[str]]:
+    from importlib.metadata import entry_points
+
+    checks: list[Check] = []
+    names: list[str] = []
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            loaded = ep.load()
+            items = loaded() if callable(loaded) else loaded
+            pack = list(items)
+        except Exception as exc:  # a broken third-party pack must name itself
+            raise ConfigError(
+                f"rule pack {ep.name!r} ({ep.value}) failed to load: {exc}",
+                hint=f"fix or uninstall the package that provides it, or check that "
+                f"`python -c 'import {ep.module}'` works",
+            ) from exc
+        for item in pack:
+            if not isinstance(item, (FileCheck, ProjectCheck)):
+                raise ConfigError(
+                    f"rule pack {ep.name!r} yielded {type(item).__name__}, not a check",
+                    hint="a pack yields rentcheck.FileCheck or rentcheck.ProjectCheck objects",
+                )
+            checks.append(item)
+        names.append(ep.name)
+    return checks, names
+
+
+def _build(checks: Iterable[Check], plugins: list[str]) -> RuleSet:
+    rules: dict[str, Rule] = {}
+    for rule in [c.rule for c in checks] + list(ENGINE_RULES):
+        if not CODE_RE.match(rule.code):
+            raise ConfigError(f"rule code {rule.code!r} is malformed", hint="use e.g. ABC123")
+        if rule.code in rules:
+            raise ConfigError(
+                f"rule code {rule.code} is defined twice ({rules[rule.code].name}, {rule.name})",
+                hint="a plugin must use its own code prefix",
+            )
+        rules[rule.code] = rule
+    checks = tuple(checks)
+    return RuleSet(
+        rules=rules,
+        file_checks=tuple(c for c in checks if isinstance(c, FileCheck)),
+        project_checks=tuple(c for c in checks if isinstance(c, ProjectCheck)),
+        plugins=tuple(plugins),
+    )
+
+
+@lru_cache(maxsize=2)
+def load_rule_set(with_plugins: bool = True) -> RuleSet:
+    extra, names = _plugin_checks() if with_plugins else ([], [])
+    return _build(list(BUILTIN_CHECKS) + extra, names)
+
+
+def all_rules(with_plugins: bool = True) -> dict[str, Rule]:
+    return load_rule_set(with_plugins).rules

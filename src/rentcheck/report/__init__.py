@@ -1,0 +1,81 @@
+"""A Report owns what a run found, the summary text and the exit code; formats render it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rentcheck.model import Finding, Rule, Severity
+
+__all__ = ["EXIT_CLEAN", "EXIT_ERROR", "EXIT_FINDINGS", "Report", "render"]
+
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_ERROR = 2
+
+
+@dataclass
+class Report:
+    command: str
+    findings: list[Finding]
+    rules: Mapping[str, Rule]
+    config_digest: str
+    fail_level: Severity = Severity.WARNING
+    exit_zero: bool = False
+    files_checked: int = 0
+    fixed: int = 0
+    suppressed: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)  # gate-specific fields (facts, ...)
+
+    @property
+    def failing(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity >= self.fail_level]
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CLEAN if self.exit_zero or not self.failing else EXIT_FINDINGS
+
+    def counts_by_code(self) -> dict[str, int]:
+        return dict(sorted(Counter(f.code for f in self.findings).items()))
+
+    def counts_by_severity(self) -> dict[str, int]:
+        counts = Counter(f.severity.label for f in self.findings)
+        return {s.label: counts.get(s.label, 0) for s in sorted(Severity, reverse=True)}
+
+    @property
+    def fixable(self) -> int:
+        return sum(1 for f in self.findings if f.fix is not None and f.fix.applicability.value == "safe")
+
+    def summary_text(self) -> str:
+        files = f"{self.files_checked} file{'s' if self.files_checked != 1 else ''}"
+        parts: list[str] = []
+        if self.findings:
+            by_sev = ", ".join(f"{n} {s}" for s, n in self.counts_by_severity().items() if n)
+            parts.append(f"Found {len(self.findings)} finding(s) ({by_sev}) in {files} checked.")
+        else:
+            parts.append(f"All checks passed ({files} checked).")
+        if self.fixed:
+            parts.append(f"Fixed {self.fixed}.")
+        if self.fixable:
+            parts.append(f"{self.fixable} fixable with `rentcheck check --fix`.")
+        if self.findings and not self.failing:
+            parts.append(f"None at or above --fail-level={self.fail_level.label}.")
+        return " ".join(parts)
+
+
+def _formatters() -> dict[str, Callable[[Report, bool], str]]:
+    from rentcheck.report import github, json_format, sarif, text
+
+    return {
+        "text": text.render_full,
+        "concise": text.render_concise,
+        "json": lambda report, _color: json_format.render(report),
+        "sarif": lambda report, _color: sarif.render(report),
+        "github": lambda report, _color: github.render(report),
+    }
+
+
+def render(report: Report, output_format: str, *, color: bool = False) -> str:
+    return _formatters()[output_format](report, color)

@@ -1,0 +1,39 @@
+"""Human output: ``text`` (finding, help line, summary) and ``concise`` (one line each)."""
+
+from __future__ import annotations
+
+from rentcheck.model import Applicability, Finding, Severity
+from rentcheck.report import Report
+
+_COLORS = {Severity.ERROR: "\033[1;31m", Severity.WARNING: "\033[1;33m", Severity.NOTE: "\033[1;36m"}
+_BOLD = "\033[1m"
+_RESET = "\033[0m"
+
+
+def _line(finding: Finding, color: bool) -> str:
+    marker = " [*]" if finding.fix and finding.fix.applicability is Applicability.SAFE else ""
+    code = finding.code
+    where = finding.location()
+    if color:
+        code = f"{_COLORS[finding.severity]}{code}{_RESET}"
+        where = f"{_BOLD}{where}{_RESET}"
+    return f"{where}: {code}{marker} {finding.message}"
+
+
+def render_concise(report: Report, color: bool) -> str:
+    lines = [_line(f, color) for f in report.findings]
+    lines.append(report.summary_text())
+    return "\n".join(lines) + "\n"
+
+
+def render_full(report: Report, color: bool) -> str:
+    lines: list[str] = []
+    for finding in report.findings:
+        lines.append(_line(finding, color))
+        rule = report.rules.get(finding.code)
+        if rule is not None:
+            lines.append(f"  = {finding.severity.label} [{rule.name}]")
+            lines.append(f"  help: {rule.fix}")
+        lines.append("")
+    lines.append(report.summary_text())
+    return "\n".join(lines) + "\n"
