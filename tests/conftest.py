@@ -26,7 +26,9 @@ GIT_ENV = {
 
 
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _isolated_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """No RENTCHECK_* from the developer's shell, a private HOME, and a git identity."""
     for name in list(os.environ):
         if name.startswith("RENTCHECK_"):
@@ -39,11 +41,15 @@ def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Temp
 
 def git(cwd: Path, *args: str) -> str:
     env = {**os.environ, **GIT_ENV}
-    proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    )
     return proc.stdout
 
 
-def make_repo(path: Path, files: dict[str, bytes | str], *, executable: tuple[str, ...] = ()) -> Path:
+def make_repo(
+    path: Path, files: dict[str, bytes | str], *, executable: tuple[str, ...] = ()
+) -> Path:
     """A real git work tree with ``files`` written, executable bits set, and all added."""
     path.mkdir(parents=True, exist_ok=True)
     git(path, "init", "-q", "-b", "main")
@@ -52,7 +58,9 @@ def make_repo(path: Path, files: dict[str, bytes | str], *, executable: tuple[st
     return path
 
 
-def write_files(root: Path, files: dict[str, bytes | str], *, executable: tuple[str, ...] = ()) -> None:
+def write_files(
+    root: Path, files: dict[str, bytes | str], *, executable: tuple[str, ...] = ()
+) -> None:
     for name, content in files.items():
         target = root / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -82,7 +90,9 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> 
     yield run
 
 
-def run_subprocess(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_subprocess(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``python -m rentcheck ARGS`` as a user would run it (a real process)."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(

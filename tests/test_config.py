@@ -14,7 +14,9 @@ from rentcheck.registry import all_rules
 
 
 def test_precedence_defaults_file_env_cli(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.rentcheck]\nselect = ["RC1"]\nfail-level = "error"\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.rentcheck]\nselect = ["RC1"]\nfail-level = "error"\n'
+    )
     assert load_config(str(tmp_path), env={}).select == ("RC1",)
     assert Config().select == ("ALL",)
     env = {"RENTCHECK_SELECT": "RC101,RC103", "RENTCHECK_FAIL_LEVEL": "note"}
@@ -26,7 +28,9 @@ def test_precedence_defaults_file_env_cli(tmp_path: Path) -> None:
 
 def test_extend_keys_add_across_layers(tmp_path: Path) -> None:
     (tmp_path / "rentcheck.yaml").write_text("extend-exclude: [vendor]\n")
-    config = load_config(str(tmp_path), env={"RENTCHECK_EXTEND_EXCLUDE": "gen"}, overrides={"extend-exclude": "x"})
+    config = load_config(
+        str(tmp_path), env={"RENTCHECK_EXTEND_EXCLUDE": "gen"}, overrides={"extend-exclude": "x"}
+    )
     assert config.extend_exclude == ("vendor", "gen", "x")
 
 
@@ -53,7 +57,9 @@ def test_unknown_key_names_key_file_and_suggestion(tmp_path: Path) -> None:
 
 
 def test_yaml_is_loaded_safely(tmp_path: Path) -> None:
-    (tmp_path / "rentcheck.yaml").write_text("select: !!python/object/apply:os.system ['touch pwned']\n")
+    (tmp_path / "rentcheck.yaml").write_text(
+        "select: !!python/object/apply:os.system ['touch pwned']\n"
+    )
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(str(tmp_path), env={})
     assert not (tmp_path / "pwned").exists()
@@ -79,11 +85,27 @@ def test_unknown_code_is_an_error_naming_key_and_file(tmp_path: Path) -> None:
     config = load_config(str(tmp_path), env={})
     with pytest.raises(ConfigError) as err:
         selected_rules(config, all_rules(with_plugins=False))
-    assert "'RC1O1'" in str(err.value) and "'ignore'" in str(err.value) and "rentcheck.yaml" in str(err.value)
+    assert (
+        "'RC1O1'" in str(err.value)
+        and "'ignore'" in str(err.value)
+        and "rentcheck.yaml" in str(err.value)
+    )
 
 
 def test_preview_rules_need_preview_or_their_exact_code() -> None:
-    preview = Rule("RC199", "p", "shell", "s", "w", "b", "g", "f", Applicability.NONE, Severity.NOTE, RuleStatus.PREVIEW)
+    preview = Rule(
+        "RC199",
+        "p",
+        "shell",
+        "s",
+        "w",
+        "b",
+        "g",
+        "f",
+        Applicability.NONE,
+        Severity.NOTE,
+        RuleStatus.PREVIEW,
+    )
     rules = {**all_rules(with_plugins=False), preview.code: preview}
     assert "RC199" not in selected_rules(Config(select=("RC1",)), rules)
     assert "RC199" in selected_rules(Config(select=("RC1",), preview=True), rules)
@@ -95,7 +117,9 @@ def test_bad_values_are_clear(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="fail-level"):
         load_config(str(tmp_path), env={})
     with pytest.raises(ConfigError, match="RENTCHECK"):
-        load_config(str(tmp_path / "nowhere"), env={"RENTCHECK_OUTPUT_FORMAT": "xml"}, isolated=True)
+        load_config(
+            str(tmp_path / "nowhere"), env={"RENTCHECK_OUTPUT_FORMAT": "xml"}, isolated=True
+        )
 
 
 def test_config_command_prints_effective_settings(cli, tmp_path: Path) -> None:

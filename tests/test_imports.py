@@ -17,7 +17,11 @@ def test_cli_and_plugin_imports_stay_light() -> None:
         [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True
     )
     assert proc.stdout.strip() == ""
-    imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines() if "|" in line}
+    imported = {
+        line.split("|")[-1].strip().split(".")[0]
+        for line in proc.stderr.splitlines()
+        if "|" in line
+    }
     assert not imported & set(HEAVY)
 
 
@@ -27,5 +31,7 @@ def test_a_lint_run_stays_light_too(tmp_path) -> None:
         "import sys; from rentcheck.cli import main; main(['check', '--exit-zero', '.']);"
         f"print('HEAVY=' + ' '.join(m for m in {HEAVY[:4]!r} if m in sys.modules))"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     assert "HEAVY=\n" in proc.stdout

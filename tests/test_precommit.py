@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from tests.conftest import REPO_ROOT, make_repo
 
 pytest.importorskip("pre_commit")
@@ -21,12 +20,19 @@ def _pre_commit(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProces
     env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never"}
     return subprocess.run(
         [sys.executable, "-m", "pre_commit", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
 
 
 def test_manifest_passes_pre_commits_validation(tmp_path: Path) -> None:
-    proc = _pre_commit("validate-manifest", str(REPO_ROOT / ".pre-commit-hooks.yaml"), cwd=tmp_path, home=tmp_path)
+    proc = _pre_commit(
+        "validate-manifest", str(REPO_ROOT / ".pre-commit-hooks.yaml"), cwd=tmp_path, home=tmp_path
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -44,15 +50,22 @@ def test_try_repo_runs_the_shell_hook(tmp_path: Path) -> None:
     home = tmp_path / "pre-commit-home"
     repo = make_repo(
         tmp_path / "user-repo",
-        {"launch.sh": b"#!/usr/bin/env bash\r\necho start\r\n", ".gitattributes": "*.sh text eol=lf\n",
-         "notes.txt": "not a script\r\n"},
+        {
+            "launch.sh": b"#!/usr/bin/env bash\r\necho start\r\n",
+            ".gitattributes": "*.sh text eol=lf\n",
+            "notes.txt": "not a script\r\n",
+        },
         executable=("launch.sh",),
     )
-    failing = _pre_commit("try-repo", str(REPO_ROOT), "rentcheck-shell", "--all-files", cwd=repo, home=home)
+    failing = _pre_commit(
+        "try-repo", str(REPO_ROOT), "rentcheck-shell", "--all-files", cwd=repo, home=home
+    )
     assert failing.returncode == 1, failing.stdout + failing.stderr
     assert "launch.sh:1:" in failing.stdout and "RC101" in failing.stdout
     assert "notes.txt" not in failing.stdout
 
     (repo / "launch.sh").write_bytes(b"#!/usr/bin/env bash\necho start\n")
-    passing = _pre_commit("try-repo", str(REPO_ROOT), "rentcheck-shell", "--all-files", cwd=repo, home=home)
+    passing = _pre_commit(
+        "try-repo", str(REPO_ROOT), "rentcheck-shell", "--all-files", cwd=repo, home=home
+    )
     assert passing.returncode == 0, passing.stdout + passing.stderr

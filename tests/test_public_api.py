@@ -5,10 +5,28 @@ from __future__ import annotations
 import rentcheck
 
 EXPECTED = [
-    "Applicability", "ConfigError", "ConnectError", "Edit", "FileCheck", "FileKind", "Finding",
-    "Fix", "FormatError", "GateError", "HostKeyError", "Project", "ProjectCheck", "RemoteError",
-    "RemoteTimeout", "RentcheckError", "Rule", "RuleStatus", "Severity", "SourceFile",
-    "UsageError", "__version__",
+    "Applicability",
+    "ConfigError",
+    "ConnectError",
+    "Edit",
+    "FileCheck",
+    "FileKind",
+    "Finding",
+    "Fix",
+    "FormatError",
+    "GateError",
+    "HostKeyError",
+    "Project",
+    "ProjectCheck",
+    "RemoteError",
+    "RemoteTimeout",
+    "RentcheckError",
+    "Rule",
+    "RuleStatus",
+    "Severity",
+    "SourceFile",
+    "UsageError",
+    "__version__",
 ]
 
 

@@ -31,7 +31,9 @@ def test_plugin_is_inert_without_the_flag(tree: pytest.Pytester) -> None:
 
 @pytest.mark.parametrize("mode", list(XDIST_MODES), ids=list(XDIST_MODES))
 def test_one_item_per_checked_file_with_linter_output(tree: pytest.Pytester, mode: str) -> None:
-    result = tree.runpytest_subprocess("--rentcheck", "-p", "no:cacheprovider", "-rf", *XDIST_MODES[mode])
+    result = tree.runpytest_subprocess(
+        "--rentcheck", "-p", "no:cacheprovider", "-rf", *XDIST_MODES[mode]
+    )
     # bad.sh, also_bad fail; good.sh, the status item and the ordinary test pass.
     result.assert_outcomes(passed=3, failed=2)
     out = result.stdout.str()
@@ -43,7 +45,9 @@ def test_one_item_per_checked_file_with_linter_output(tree: pytest.Pytester, mod
 @pytest.mark.parametrize("mode", list(XDIST_MODES), ids=list(XDIST_MODES))
 def test_status_item_fails_when_nothing_was_checked(pytester: pytest.Pytester, mode: str) -> None:
     pytester.path.joinpath("notes.txt").write_text("nothing to lint here\n")
-    result = pytester.runpytest_subprocess("--rentcheck", "-p", "no:cacheprovider", *XDIST_MODES[mode])
+    result = pytester.runpytest_subprocess(
+        "--rentcheck", "-p", "no:cacheprovider", *XDIST_MODES[mode]
+    )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*rentcheck checked no files*"])
 

@@ -6,9 +6,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+from tests.conftest import run_subprocess
+
 from rentcheck.model import Applicability, Rule, RuleStatus, Severity
 from rentcheck.registry import CODE_RE, all_rules
-from tests.conftest import run_subprocess
 
 TEXT_FIELDS = ("code", "name", "family", "summary", "why", "example_bad", "example_good", "fix")
 
@@ -31,22 +32,25 @@ def test_every_rule_has_all_metadata() -> None:
 
 
 PACK = textwrap.dedent(
-    '''
+    """
     from rentcheck import FileCheck, Finding, Rule, Applicability, Severity
 
     RULE = Rule(
         code="ZZ001", name="todo-in-script", family="demo", summary="TODO left in a script",
-        why="A TODO in a launcher usually marks a step nobody finished; on a rented box it becomes a run that silently skips it.",
+        why="A TODO in a launcher marks a step nobody finished; on a rented box it is a run "
+            "that silently skips it.",
         example_bad="# TODO: sync", example_good="rsync ...", fix="Finish or delete the TODO.",
         fix_applicability=Applicability.NONE, default_severity=Severity.WARNING,
     )
 
     def _run(source):
         if b"TODO" in source.data:
-            yield Finding(RULE.code, RULE.default_severity, "TODO left", path=source.path, line=1, col=1)
+            yield Finding(
+                RULE.code, RULE.default_severity, "TODO left", path=source.path, line=1, col=1
+            )
 
     CHECKS = [FileCheck(RULE, lambda s: s.path.endswith(".sh"), _run)]
-    '''
+    """
 )
 
 

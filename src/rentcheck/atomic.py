@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 
 __all__ = ["write_atomic"]
 
@@ -15,13 +14,17 @@ def write_atomic(path: str, data: bytes, mode: int | None = None) -> None:
     ``mode`` defaults to the existing file's permission bits (0o644 for a new file), so a fix
     never drops the executable bit.
     """
+    import tempfile
+
     directory = os.path.dirname(os.path.abspath(path))
     if mode is None:
         try:
             mode = os.stat(path).st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".rentcheck-tmp", dir=directory)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{os.path.basename(path)}.", suffix=".rentcheck-tmp", dir=directory
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -20,11 +20,19 @@ def _common() -> argparse.ArgumentParser:
     g = common.add_argument_group("common options")
     g.add_argument("--config", metavar="FILE", help="use this rentcheck.yaml / pyproject.toml")
     g.add_argument("--isolated", action="store_true", help="ignore config files")
-    g.add_argument("--output-format", choices=["text", "concise", "json", "sarif", "github"],
-                   default=None, help="how to print results (default: text)")
+    g.add_argument(
+        "--output-format",
+        choices=["text", "concise", "json", "sarif", "github"],
+        default=None,
+        help="how to print results (default: text)",
+    )
     g.add_argument("-o", "--output-file", metavar="FILE", help="write results here (atomically)")
-    g.add_argument("--fail-level", choices=["note", "warning", "error"], default=None,
-                   help="lowest severity that makes the exit code 1 (default: warning)")
+    g.add_argument(
+        "--fail-level",
+        choices=["note", "warning", "error"],
+        default=None,
+        help="lowest severity that makes the exit code 1 (default: warning)",
+    )
     g.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     g.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     g.add_argument("--debug", action="store_true", help="show tracebacks for errors")
@@ -74,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_ERROR
-    except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
+    except Exception as exc:
         if debug:
             raise
         sys.stderr.write(

@@ -8,9 +8,6 @@ codes are errors that name the key and the file, never silently ignored.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import hashlib
-import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -23,9 +20,24 @@ from rentcheck.model import Rule, RuleStatus, Severity
 __all__ = ["Config", "code_matches", "find_config_file", "load_config", "selected_rules"]
 
 DEFAULT_EXCLUDE = (
-    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "node_modules",
-    ".mypy_cache", ".ruff_cache", ".pytest_cache", ".rentcheck", "site-packages", ".eggs",
-    "*.egg-info", "build", "dist",
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    "__pycache__",
+    "node_modules",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".rentcheck",
+    "site-packages",
+    ".eggs",
+    "*.egg-info",
+    "build",
+    "dist",
 )
 OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github")
 YAML_NAMES = ("rentcheck.yaml", ".rentcheck.yaml")
@@ -67,6 +79,9 @@ class Config:
 
     def digest(self) -> str:
         """Stable identity of the settings that decide findings (not where they came from)."""
+        import hashlib
+        import json
+
         blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":")).encode()
         return "sha256:" + hashlib.sha256(blob).hexdigest()
 
@@ -104,7 +119,8 @@ def _read_toml(path: str) -> dict[str, Any]:
         import tomli as tomllib
     try:
         with open(path, "rb") as handle:
-            return tomllib.load(handle)
+            data: dict[str, Any] = tomllib.load(handle)
+            return data
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}", hint="fix the TOML syntax") from exc
 
@@ -146,8 +162,12 @@ def _apply(values: dict[str, Any], config: Config, source: str, *, layered: bool
     changes: dict[str, Any] = {}
     for key, value in values.items():
         if key not in KNOWN_KEYS:
+            import difflib
+
             close = difflib.get_close_matches(key, KNOWN_KEYS, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(KNOWN_KEYS)
+            hint = (
+                f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(KNOWN_KEYS)
+            )
             raise ConfigError(f"unknown key {key!r} in {_where(source)}", hint=hint)
         attr = key.replace("-", "_")
         if key in LIST_KEYS:
@@ -168,11 +188,7 @@ def _apply(values: dict[str, Any], config: Config, source: str, *, layered: bool
             except ValueError as exc:
                 raise ConfigError(f"'fail-level' in {_where(source)}: {exc}") from None
         elif key == "preview":
-            if isinstance(value, str) and value.lower() in ("1", "true", "yes", "0", "false", "no"):
-                value = value.lower() in ("1", "true", "yes")
-            if not isinstance(value, bool):
-                raise ConfigError(f"'preview' in {_where(source)} must be true or false")
-            changes[attr] = value
+            changes[attr] = _boolean(value, key, source)
         elif key == "output-format":
             if value not in OUTPUT_FORMATS:
                 raise ConfigError(
@@ -181,6 +197,15 @@ def _apply(values: dict[str, Any], config: Config, source: str, *, layered: bool
                 )
             changes[attr] = value
     return dataclasses.replace(config, **changes)
+
+
+def _boolean(value: Any, key: str, source: str) -> bool:
+    # The environment can only say strings; a file must say a real boolean.
+    if isinstance(value, str) and value.lower() in ("1", "true", "yes", "0", "false", "no"):
+        return value.lower() in ("1", "true", "yes")
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key!r} in {_where(source)} must be true or false")
+    return value
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
@@ -202,12 +227,15 @@ def load_config(
 ) -> Config:
     """Resolve the effective settings; raises ConfigError naming the key and the source."""
     env = os.environ if env is None else env
-    config = Config(root=os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or "."))
+    # Without a config file, paths are reported relative to where the user stands.
+    config = Config(root=os.getcwd())
     explicit = explicit or env.get(ENV_PREFIX + "CONFIG") or None
     path = None if isolated else (explicit or find_config_file(start))
     if path is not None:
         if not os.path.isfile(path):
-            raise ConfigError(f"config file {path} does not exist", hint="check --config / RENTCHECK_CONFIG")
+            raise ConfigError(
+                f"config file {path} does not exist", hint="check --config / RENTCHECK_CONFIG"
+            )
         path = os.path.abspath(path)
         config = dataclasses.replace(config, source=path, root=os.path.dirname(path))
         config = _apply(_read_file(path), config, path)
@@ -219,24 +247,26 @@ def load_config(
 
 
 def _normalise(token: str) -> str:
-    token = token.strip().upper()
+    selector = token.strip().upper()
     # `RC7xx` is how people write a family; it means the prefix `RC7`.
-    stripped = token.rstrip("X")
-    if stripped != token and (stripped[-1:].isdigit() or stripped == "RC"):
+    stripped = selector.rstrip("X")
+    if stripped != selector and (stripped[-1:].isdigit() or stripped == "RC"):
         return stripped
-    return token
+    return selector
 
 
-def _matches(code: str, token: str) -> bool:
-    return token == "ALL" or code.startswith(token)
+def _matches(code: str, selector: str) -> bool:
+    return selector == "ALL" or code.startswith(selector)
 
 
 def _check_tokens(tokens: Sequence[str], key: str, rules: Mapping[str, Rule], source: str) -> None:
     for raw in tokens:
-        token = _normalise(raw)
-        if token == "ALL" or any(code.startswith(token) for code in rules):
+        selector = _normalise(raw)
+        if selector == "ALL" or any(code.startswith(selector) for code in rules):
             continue
-        close = difflib.get_close_matches(token, list(rules), n=1)
+        import difflib
+
+        close = difflib.get_close_matches(selector, list(rules), n=1)
         hint = f"did you mean {close[0]}?" if close else "see `rentcheck rules` for the codes"
         raise ConfigError(f"unknown rule code {raw!r} in {key!r} of {source}", hint=hint)
 

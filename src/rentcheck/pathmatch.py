@@ -57,14 +57,27 @@ def _compile(pattern: str) -> tuple[bool, re.Pattern[str]]:
     return False, re.compile(f"^{body}$", re.DOTALL)
 
 
+@lru_cache(maxsize=64)
+def _compile_set(
+    patterns: tuple[str, ...],
+) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """One alternation for the component patterns and one for the anchored ones."""
+    component: list[str] = []
+    anchored: list[str] = []
+    for pattern in patterns:
+        is_anchored, regex = _compile(pattern)
+        (anchored if is_anchored else component).append(f"(?:{regex.pattern})")
+    return (
+        re.compile("|".join(component), re.DOTALL) if component else None,
+        re.compile("|".join(anchored), re.DOTALL) if anchored else None,
+    )
+
+
 def matches_any(relpath: str, patterns: Iterable[str]) -> bool:
     """True when the POSIX ``relpath`` (relative to the project root) hits any pattern."""
-    components = relpath.split("/")
-    for pattern in patterns:
-        anchored, regex = _compile(pattern)
-        if anchored:
-            if regex.match(relpath):
-                return True
-        elif any(regex.match(part) for part in components):
-            return True
+    component, anchored = _compile_set(tuple(patterns))
+    if anchored is not None and anchored.match(relpath):
+        return True
+    if component is not None:
+        return any(component.match(part) for part in relpath.split("/"))
     return False

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr
+
     from rentcheck.lint.engine import Linter
     from rentcheck.lint.walk import GitRepo
     from rentcheck.model import Finding
@@ -110,7 +112,9 @@ def _git_root(directory: Path) -> str | None:
     return None
 
 
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
     if not config.getoption("rentcheck"):
         return
     checked = [item for item in items if isinstance(item, RentcheckFileItem)]
@@ -121,6 +125,15 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 class RentcheckError(Exception):
     """Carries the finding lines of one failed item (shown without a traceback)."""
+
+
+def _repr_failure(
+    item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]
+) -> str | TerminalRepr:
+    if excinfo.errisinstance(RentcheckError):
+        return str(excinfo.value)
+    # An unexpected error inside rentcheck itself: keep pytest's full report for it.
+    return pytest.Item.repr_failure(item, excinfo)
 
 
 class RentcheckFile(pytest.File):
@@ -142,10 +155,10 @@ class RentcheckFileItem(pytest.Item):
         findings, _ = linter.check_source(source)
         _raise_if_failing(findings, linter)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if excinfo.errisinstance(RentcheckError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)  # type: ignore[no-any-return]
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        return _repr_failure(self, excinfo)
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, f"rentcheck {self.path.name}"
@@ -154,7 +167,10 @@ class RentcheckFileItem(pytest.Item):
 def _raise_if_failing(findings: list[Finding], linter: Linter) -> None:
     failing = [f for f in findings if f.severity >= linter.config.fail_level]
     if failing:
-        lines = [f"{f.location()} {f.code} {f.message}" for f in sorted(failing, key=lambda f: f.sort_key())]
+        lines = [
+            f"{f.location()} {f.code} {f.message}"
+            for f in sorted(failing, key=lambda f: f.sort_key())
+        ]
         raise RentcheckError("\n".join(lines))
 
 
@@ -190,10 +206,10 @@ class RentcheckStatusItem(pytest.Item):
         ]
         _raise_if_failing(findings, linter)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if excinfo.errisinstance(RentcheckError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)  # type: ignore[no-any-return]
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        return _repr_failure(self, excinfo)
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, _STATUS_NAME

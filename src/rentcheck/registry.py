@@ -7,16 +7,22 @@ loaded only when a command needs the rule set, never on import.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from rentcheck.errors import ConfigError
 from rentcheck.lint import gitattributes, line_endings, shebang
 from rentcheck.lint.check import FileCheck, ProjectCheck
 from rentcheck.meta_rules import UNKNOWN_CODE_RULE, UNUSED_SUPPRESSION_RULE
 from rentcheck.model import Rule
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 __all__ = ["ENTRY_POINT_GROUP", "RuleSet", "all_rules", "builtin_checks", "load_rule_set"]
 
@@ -50,12 +56,45 @@ class RuleSet:
     plugins: tuple[str, ...]
 
 
-def _plugin_checks() -> tuple[list[Check], list[str]]:
-    from importlib.metadata import entry_points
+def _entry_points() -> list[EntryPoint]:
+    """Entry points of our group. importlib.metadata parses every installed distribution
+    (~80 ms in a full environment); reading only the ``entry_points.txt`` files that mention
+    the group keeps a lint run's start-up small."""
+    found: dict[str, EntryPoint] = {}
+    for base in sys.path:
+        try:
+            entries = list(os.scandir(base or "."))
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.name.endswith((".dist-info", ".egg-info")):
+                continue
+            try:
+                with open(os.path.join(entry.path, "entry_points.txt"), encoding="utf-8") as fh:
+                    text = fh.read()
+            except OSError:
+                continue
+            if f"[{ENTRY_POINT_GROUP}]" not in text:
+                continue
+            import configparser
+            from importlib.metadata import EntryPoint  # 30 ms to import: only when needed
 
+            parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
+            parser.optionxform = str  # type: ignore[assignment,method-assign]
+            try:
+                parser.read_string(text)
+            except configparser.Error:
+                continue
+            for name, value in parser.items(ENTRY_POINT_GROUP):
+                # The first distribution on sys.path wins, as importlib.metadata does.
+                found.setdefault(name, EntryPoint(name=name, value=value, group=ENTRY_POINT_GROUP))
+    return [found[name] for name in sorted(found)]
+
+
+def _plugin_checks() -> tuple[list[Check], list[str]]:
     checks: list[Check] = []
     names: list[str] = []
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+    for ep in _entry_points():
         try:
             loaded = ep.load()
             items = loaded() if callable(loaded) else loaded

@@ -7,17 +7,21 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tests.conftest import FIXTURES
 
 from rentcheck.config import Config
 from rentcheck.lint.engine import Linter
 from rentcheck.registry import load_rule_set
-from tests.conftest import FIXTURES
 
 CASES = sorted(p for p in (FIXTURES / "lint").glob("*/*") if p.suffix != ".expected")
 
 
 def _expected(case: Path) -> list[str]:
-    return sorted(line.strip() for line in case.with_name(case.name + ".expected").read_text().splitlines() if line.strip())
+    return sorted(
+        line.strip()
+        for line in case.with_name(case.name + ".expected").read_text().splitlines()
+        if line.strip()
+    )
 
 
 def _findings(case: Path, tmp_path: Path) -> list[str]:

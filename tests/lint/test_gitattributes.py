@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import make_repo
 
 SCRIPT = "#!/usr/bin/env bash\necho ok\n"
@@ -29,7 +28,9 @@ def _codes(cli, repo: Path) -> list[dict[str, object]]:
         ("*.sh text eol=crlf\n", True),
     ],
 )
-def test_coverage_follows_git_semantics(cli, tmp_path: Path, attributes: str | None, flagged: bool) -> None:
+def test_coverage_follows_git_semantics(
+    cli, tmp_path: Path, attributes: str | None, flagged: bool
+) -> None:
     files = {"run.sh": SCRIPT, "tools/sync.sh": SCRIPT}
     if attributes is not None:
         files[".gitattributes"] = attributes

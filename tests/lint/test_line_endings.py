@@ -48,14 +48,21 @@ def test_diff_shows_the_fix_and_writes_nothing(cli, tmp_path: Path) -> None:
 def test_python_and_windows_files_with_crlf_are_not_flagged(cli, tmp_path: Path) -> None:
     repo = make_repo(
         tmp_path / "repo",
-        {"train.py": b"import os\r\n", "setup.bat": b"@echo off\r\n", "go.ps1": b"Write-Host hi\r\n"},
+        {
+            "train.py": b"import os\r\n",
+            "setup.bat": b"@echo off\r\n",
+            "go.ps1": b"Write-Host hi\r\n",
+        },
     )
     result = cli("check", "--select", "RC101", cwd=repo)
     assert result.code == 0, result.out
 
 
 def test_shebang_decides_for_files_without_extension(cli, tmp_path: Path) -> None:
-    files = {f"launch_{sh}": f"#!/bin/{sh}\r\necho hi\r\n".encode() for sh in ("sh", "bash", "dash", "zsh")}
+    files = {
+        f"launch_{sh}": f"#!/bin/{sh}\r\necho hi\r\n".encode()
+        for sh in ("sh", "bash", "dash", "zsh")
+    }
     files["notes"] = b"plain text\r\n"
     repo = make_repo(tmp_path / "repo", files, executable=tuple(n for n in files if n != "notes"))
     result = cli("check", "--select", "RC101", "--output-format", "json", cwd=repo)

@@ -11,7 +11,9 @@ from rentcheck.lint.suppress import parse_directives
 from rentcheck.registry import load_rule_set
 
 
-def _check(tmp_path: Path, name: str, data: bytes, mode: int = 0o755, **config: object) -> list[str]:
+def _check(
+    tmp_path: Path, name: str, data: bytes, mode: int = 0o755, **config: object
+) -> list[str]:
     path = tmp_path / name
     path.write_bytes(data)
     path.chmod(mode)
@@ -48,7 +50,10 @@ def test_unused_is_not_reported_for_rules_that_did_not_run(tmp_path: Path) -> No
 
 def test_markdown_directive_form(tmp_path: Path) -> None:
     path = tmp_path / "README.md"
-    path.write_bytes(b"# Title\n<!-- rentcheck: ignore-file[RC7] -->\n\ntext\n<!-- rentcheck: ignore[RC103] -->\n")
+    path.write_bytes(
+        b"# Title\n<!-- rentcheck: ignore-file[RC7] -->\n\n"
+        b"text\n<!-- rentcheck: ignore[RC103] -->\n"
+    )
     source = SourceFile.read("README.md", str(path))
     directives = parse_directives(source)
     assert [(d.line, d.file_level, d.codes, d.misplaced) for d in directives] == [

@@ -31,7 +31,10 @@ def test_excludes_apply_to_explicit_paths_too(cli, tmp_path: Path) -> None:
 
 
 def test_plain_directory_walk_prunes_default_excludes(cli, tmp_path: Path) -> None:
-    write_files(tmp_path, {"a.sh": BAD, ".venv/bin/activate.sh": BAD, "node_modules/x.sh": BAD, "sub/b.sh": BAD})
+    write_files(
+        tmp_path,
+        {"a.sh": BAD, ".venv/bin/activate.sh": BAD, "node_modules/x.sh": BAD, "sub/b.sh": BAD},
+    )
     assert _paths(cli, tmp_path) == ["a.sh", "sub/b.sh"]
 
 

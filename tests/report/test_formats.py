@@ -8,12 +8,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from tests.conftest import make_repo
 
 from rentcheck.model import Finding, Severity
 from rentcheck.registry import all_rules
 from rentcheck.report import Report, render
 from rentcheck.report.github import escape_data, escape_property
-from tests.conftest import make_repo
 
 REPO = {
     "run.sh": b"#!/bin/bash\r\necho ok\r\n",
@@ -68,7 +68,9 @@ def test_sarif_validates_against_the_sarif_2_1_0_schema(cli, repo: Path) -> None
 def test_github_annotations_escape_data_and_properties() -> None:
     assert escape_data("50% done\r\nnext") == "50%25 done%0D%0Anext"
     assert escape_property("a:b,c%") == "a%3Ab%2Cc%25"
-    finding = Finding("RC101", Severity.ERROR, "bad: 100%, really\nyes", path="dir,x/a:b.sh", line=3, col=2)
+    finding = Finding(
+        "RC101", Severity.ERROR, "bad: 100%, really\nyes", path="dir,x/a:b.sh", line=3, col=2
+    )
     report = Report("check", [finding], all_rules(with_plugins=False), "sha256:" + "0" * 64)
     first = render(report, "github").splitlines()[0]
     assert first == (

@@ -12,7 +12,9 @@ from rentcheck.registry import load_rule_set
 from rentcheck.report import Report, render
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     p = sub.add_parser(
         "check",
         parents=[common],
@@ -21,10 +23,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common:
     )
     p.add_argument("paths", nargs="*", help="files or directories (default: the project root)")
     p.add_argument("--fix", action="store_true", help="apply safe fixes (atomic, keeps file modes)")
-    p.add_argument("--diff", action="store_true", help="show what --fix would change; write nothing")
+    p.add_argument(
+        "--diff", action="store_true", help="show what --fix would change; write nothing"
+    )
     for flag in ("select", "extend-select", "ignore", "exclude", "extend-exclude"):
-        p.add_argument(f"--{flag}", metavar="CODES" if "select" in flag or flag == "ignore" else "GLOBS",
-                       help=f"comma-separated; overrides the config's `{flag}`")
+        p.add_argument(
+            f"--{flag}",
+            metavar="CODES" if "select" in flag or flag == "ignore" else "GLOBS",
+            help=f"comma-separated; overrides the config's `{flag}`",
+        )
     p.add_argument("--preview", action="store_true", default=None, help="enable preview rules")
     p.set_defaults(handler=run)
 

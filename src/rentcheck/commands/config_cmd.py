@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from rentcheck.config import load_config
+from rentcheck.config import load_config, selected_rules
 from rentcheck.output import emit
 from rentcheck.registry import all_rules
-from rentcheck.config import selected_rules
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     p = sub.add_parser("config", parents=[common], help="print the effective configuration")
     p.add_argument("path", nargs="?", default=".", help="where to start looking for config")
     p.set_defaults(handler=run)
@@ -23,7 +24,9 @@ def _toml_value(value: object) -> str:
 
 def run(args: argparse.Namespace) -> int:
     overrides = {"fail-level": args.fail_level}
-    config = load_config(args.path, explicit=args.config, isolated=args.isolated, overrides=overrides)
+    config = load_config(
+        args.path, explicit=args.config, isolated=args.isolated, overrides=overrides
+    )
     enabled = sorted(selected_rules(config, all_rules()))
     if args.output_format == "json":
         doc = {

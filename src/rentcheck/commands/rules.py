@@ -14,7 +14,9 @@ from rentcheck.output import emit
 from rentcheck.registry import all_rules
 
 
-def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+def add_parsers(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     one = sub.add_parser("rule", parents=[common], help="explain one rule: what, why, example, fix")
     one.add_argument("code", help="rule code, e.g. RC101, or its name, e.g. crlf-line-endings")
     one.set_defaults(handler=run_rule)
@@ -61,9 +63,9 @@ def run_rule(args: argparse.Namespace) -> int:
     wanted = args.code.strip()
     rule = rules.get(wanted.upper()) or next((r for r in rules.values() if r.name == wanted), None)
     if rule is None:
-        close = difflib.get_close_matches(wanted.upper(), list(rules), n=1) or difflib.get_close_matches(
-            wanted, [r.name for r in rules.values()], n=1
-        )
+        close = difflib.get_close_matches(
+            wanted.upper(), list(rules), n=1
+        ) or difflib.get_close_matches(wanted, [r.name for r in rules.values()], n=1)
         hint = f"did you mean {close[0]}?" if close else "run `rentcheck rules` for the list"
         raise UsageError(f"no rule {wanted!r}", hint=hint)
     if args.output_format == "json":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,10 +44,10 @@ class Linter:
     def applicable(self, source: SourceFile) -> list[FileCheck]:
         return [check for check in self.file_checks if check.applies(source)]
 
-    def wants(self, source: SourceFile) -> bool:
+    def wants(self, source: SourceFile, applicable: Sequence[FileCheck] | None = None) -> bool:
         """Whether this file is checked at all (some rule applies or it has directives)."""
         return (
-            bool(self.applicable(source))
+            bool(self.applicable(source) if applicable is None else applicable)
             or any(check.applies(source) for check in self.project_checks)
             or bool(parse_directives(source))
         )
@@ -61,14 +60,21 @@ class Linter:
             for glob, codes in self.config.per_file_ignores.items()
         )
 
-    def finalize(self, source: SourceFile, findings: Iterable[Finding]) -> tuple[list[Finding], int]:
+    def finalize(
+        self, source: SourceFile, findings: Iterable[Finding]
+    ) -> tuple[list[Finding], int]:
         """Per-file ignores, then inline suppressions (which may add RC900/RC901)."""
         kept = [f for f in findings if not self._ignored_here(f)]
         result, suppressed = apply_suppressions(source, kept, self.enabled, self.known)
         return [f for f in result if not self._ignored_here(f)], suppressed
 
-    def check_source(self, source: SourceFile) -> tuple[list[Finding], int]:
-        raw = [finding for check in self.applicable(source) for finding in check.run(source)]
+    def check_source(
+        self, source: SourceFile, applicable: Sequence[FileCheck] | None = None
+    ) -> tuple[list[Finding], int]:
+        checks = self.applicable(source) if applicable is None else applicable
+        raw = [finding for check in checks for finding in check.run(source)]
+        if not raw and b"rentcheck:" not in source.data:
+            return raw, 0  # the common case: nothing to filter or suppress
         return self.finalize(source, raw)
 
     # -- trees ----------------------------------------------------------------------------
@@ -78,9 +84,12 @@ class Linter:
         repos: dict[str | None, list[SourceFile]] = {}
         for candidate in collect(paths, self.config.root, self.config.excludes):
             source = _read(candidate)
-            if source is None or not self.wants(source):
+            if source is None:
                 continue
-            source = self._check_one(source, result, fix=fix, diff=diff)
+            checks = self.applicable(source)
+            if not self.wants(source, checks):
+                continue
+            source = self._check_one(source, checks, result, fix=fix, diff=diff)
             sources.append(source)
             repos.setdefault(candidate.repo.root if candidate.repo else None, []).append(source)
             result.checked.append(source.path)
@@ -92,9 +101,17 @@ class Linter:
         result.findings.sort(key=Finding.sort_key)
         return result
 
-    def _check_one(self, source: SourceFile, result: LintResult, *, fix: bool, diff: bool) -> SourceFile:
+    def _check_one(
+        self,
+        source: SourceFile,
+        checks: Sequence[FileCheck],
+        result: LintResult,
+        *,
+        fix: bool,
+        diff: bool,
+    ) -> SourceFile:
         for _ in range(_MAX_FIX_ROUNDS):
-            findings, suppressed = self.check_source(source)
+            findings, suppressed = self.check_source(source, checks)
             fixable = next((f for f in findings if _safe_edits(f)), None)
             if fixable is None or not (fix or diff):
                 break
@@ -158,6 +175,8 @@ def _safe_edits(finding: Finding) -> tuple[Edit, ...]:
 
 
 def _diff(edit: Edit) -> str:
+    import difflib
+
     try:
         with open(edit.path, "rb") as handle:
             old = handle.read()

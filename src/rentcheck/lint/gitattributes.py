@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 
 from rentcheck.lint.check import Project, ProjectCheck
 from rentcheck.lint.source import FileKind, SourceFile
@@ -33,6 +32,8 @@ RULE = Rule(
 
 def _uncovered(git_root: str, relpaths: list[str]) -> list[str]:
     """Paths whose effective attributes (as git itself computes them) do not force LF."""
+    import subprocess
+
     proc = subprocess.run(
         ["git", "-C", git_root, "check-attr", "-z", "--stdin", "eol", "text"],
         input=b"\0".join(p.encode() for p in relpaths) + b"\0",
@@ -93,8 +94,9 @@ def _run(project: Project) -> list[Finding]:
             path=os.path.relpath(attr_path, project.root),
             line=None,
             details={"uncovered": [git_rel[p].path for p in missing], "add_lines": lines},
-            fix=Fix("append eol=lf rules to .gitattributes", Applicability.SAFE,
-                    (Edit(attr_path, new),)),
+            fix=Fix(
+                "append eol=lf rules to .gitattributes", Applicability.SAFE, (Edit(attr_path, new),)
+            ),
         )
     ]
 

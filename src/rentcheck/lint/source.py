@@ -75,10 +75,10 @@ class SourceFile:
 
     @classmethod
     def read(cls, path: str, abspath: str, index_mode: int | None = None) -> SourceFile:
-        st = os.stat(abspath)
-        if not stat.S_ISREG(st.st_mode):
-            raise IsADirectoryError(abspath)
         with open(abspath, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise IsADirectoryError(abspath)
             data = handle.read(MAX_TEXT_BYTES + 1)
         truncated = len(data) > MAX_TEXT_BYTES
         mode = index_mode if index_mode is not None else st.st_mode

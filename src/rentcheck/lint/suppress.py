@@ -57,7 +57,8 @@ def parse_directives(source: SourceFile) -> list[Directive]:
             seen_command = seen_command or not _is_comment_or_blank(raw, source.kind)
             continue
         codes = tuple(
-            c.strip().decode("ascii", "replace") for c in (match.group(2) or b"").split(b",")
+            c.strip().decode("ascii", "replace")
+            for c in (match.group(2) or b"").split(b",")
             if c.strip()
         )
         own_line = not raw[: match.start()].strip()
@@ -71,8 +72,11 @@ def parse_directives(source: SourceFile) -> list[Directive]:
         targets = [number]
         if own_line:
             following = next(
-                (j + 1 for j in range(index + 1, len(lines))
-                 if not _is_comment_or_blank(lines[j], source.kind)),
+                (
+                    j + 1
+                    for j in range(index + 1, len(lines))
+                    if not _is_comment_or_blank(lines[j], source.kind)
+                ),
                 None,
             )
             if following is not None:
@@ -160,16 +164,19 @@ def _meta_findings(
                         source.path,
                         directive.line,
                     )
-            elif code not in directive.used and report_unused:
-                # Only a code whose rule ran this time can be known to be unused.
-                if any(code_matches(k, code) for k in enabled if k != UNUSED_SUPPRESSION_RULE.code):
-                    scope = "file-level" if directive.file_level else "line"
-                    yield _finding(
-                        UNUSED_SUPPRESSION_RULE,
-                        f"unused {scope} suppression of {code}",
-                        source.path,
-                        directive.line,
-                    )
+            # Only a code whose rule ran this time can be known to be unused.
+            elif (
+                code not in directive.used
+                and report_unused
+                and any(code_matches(k, code) for k in enabled if k != UNUSED_SUPPRESSION_RULE.code)
+            ):
+                scope = "file-level" if directive.file_level else "line"
+                yield _finding(
+                    UNUSED_SUPPRESSION_RULE,
+                    f"unused {scope} suppression of {code}",
+                    source.path,
+                    directive.line,
+                )
 
 
 def _finding(rule: Rule, message: str, path: str, line: int) -> Finding:

@@ -4,7 +4,7 @@ outside one, and the configured excludes applied to every path, explicit ones in
 from __future__ import annotations
 
 import os
-import subprocess
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -21,9 +21,9 @@ class GitRepo:
     _trust_fs: bool | None = field(default=None, repr=False)
 
     def _git(self, *args: str) -> bytes:
-        proc = subprocess.run(
-            ["git", "-C", self.root, *args], capture_output=True, check=False
-        )
+        import subprocess
+
+        proc = subprocess.run(["git", "-C", self.root, *args], capture_output=True, check=False)
         return proc.stdout if proc.returncode == 0 else b""
 
     def ls_files(self, reldir: str) -> list[str]:
@@ -53,31 +53,32 @@ class Candidate:
 
 
 class _Repos:
-    """``git rev-parse`` once per directory, not once per file."""
+    """Find the work tree of a directory the way git does (the nearest ``.git`` above it),
+    with a stat per directory instead of a ``git rev-parse`` process per directory."""
 
     def __init__(self) -> None:
         self._by_dir: dict[str, GitRepo | None] = {}
+        self._by_root: dict[str, GitRepo] = {}
 
     def find(self, directory: str) -> GitRepo | None:
-        if directory not in self._by_dir:
-            for known in {r.root: r for r in self._by_dir.values() if r}.values():
-                if directory == known.root or directory.startswith(known.root + os.sep):
-                    self._by_dir[directory] = known
-                    break
-            else:
-                proc = subprocess.run(
-                    ["git", "-C", directory, "rev-parse", "--show-toplevel"],
-                    capture_output=True,
-                    check=False,
-                )
-                top = os.path.realpath(proc.stdout.decode().strip()) if proc.returncode == 0 else ""
-                self._by_dir[directory] = GitRepo(top) if top else None
-        return self._by_dir[directory]
+        if directory in self._by_dir:
+            return self._by_dir[directory]
+        repo: GitRepo | None
+        if os.path.exists(os.path.join(directory, ".git")):
+            repo = self._by_root.setdefault(directory, GitRepo(directory))
+        else:
+            parent = os.path.dirname(directory)
+            repo = None if parent == directory else self.find(parent)
+        self._by_dir[directory] = repo
+        return repo
 
 
 def _display(abspath: str, root: str) -> str:
-    rel = os.path.relpath(abspath, root)
-    return abspath if rel.startswith("..") else rel.replace(os.sep, "/")
+    # A prefix test, not os.path.relpath: this runs once per file.
+    prefix = root.rstrip(os.sep) + os.sep
+    if abspath.startswith(prefix):
+        return abspath[len(prefix) :].replace(os.sep, "/")
+    return abspath
 
 
 def _walk(directory: str, root: str, excludes: Sequence[str]) -> Iterable[str]:
@@ -87,28 +88,52 @@ def _walk(directory: str, root: str, excludes: Sequence[str]) -> Iterable[str]:
             yield os.path.join(current, name)
 
 
+def _is_regular_file(path: str) -> bool:
+    """Regular and not a symlink: links may point anywhere, including out of the repo."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _expand(
+    raw: str, root: str, excludes: Sequence[str], repos: _Repos
+) -> Iterable[tuple[str, GitRepo | None]]:
+    """The files one command-line path stands for, each with its work tree."""
+    abspath = os.path.abspath(raw)
+    try:
+        mode = os.lstat(abspath).st_mode
+    except OSError:
+        raise UsageError(
+            f"path {raw} does not exist", hint="check the spelling, or run from the repo root"
+        ) from None
+    if stat.S_ISREG(mode):  # the common case under pre-commit: one stat, no directory listing
+        yield abspath, repos.find(os.path.dirname(abspath))
+        return
+    if not os.path.isdir(abspath):
+        return  # a symlink or a device named explicitly: never followed
+    repo = repos.find(abspath)
+    if repo is None:
+        for name in _walk(abspath, root, excludes):
+            if _is_regular_file(name):
+                yield name, None
+        return
+    reldir = os.path.relpath(abspath, repo.root)
+    for rel in repo.ls_files("" if reldir == "." else reldir):
+        name = os.path.join(repo.root, rel)
+        if _is_regular_file(name):
+            yield name, repo
+
+
 def collect(paths: Sequence[str], root: str, excludes: Sequence[str]) -> list[Candidate]:
     """Every regular, non-excluded file under ``paths`` (default: the project root)."""
     repos = _Repos()
     found: dict[str, Candidate] = {}
     for raw in paths or [root]:
-        abspath = os.path.realpath(raw)
-        if not os.path.exists(abspath):
-            raise UsageError(f"path {raw} does not exist", hint="check the spelling, or run from the repo root")
-        is_dir = os.path.isdir(abspath)
-        repo = repos.find(abspath if is_dir else os.path.dirname(abspath))
-        if not is_dir:
-            names: Iterable[str] = [abspath]
-        elif repo is not None:
-            reldir = os.path.relpath(abspath, repo.root)
-            names = (os.path.join(repo.root, p) for p in repo.ls_files("" if reldir == "." else reldir))
-        else:
-            names = _walk(abspath, root, excludes)
-        for name in names:
-            if name in found or os.path.islink(name) or not os.path.isfile(name):
+        for name, repo in _expand(raw, root, excludes, repos):
+            if name in found:
                 continue
             display = _display(name, root)
-            if matches_any(display.lstrip("/"), excludes):
-                continue
-            found[name] = Candidate(display, name, repo)
+            if not matches_any(display.lstrip("/"), excludes):
+                found[name] = Candidate(display, name, repo)
     return sorted(found.values(), key=lambda c: c.path)

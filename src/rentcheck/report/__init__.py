@@ -46,7 +46,9 @@ class Report:
 
     @property
     def fixable(self) -> int:
-        return sum(1 for f in self.findings if f.fix is not None and f.fix.applicability.value == "safe")
+        return sum(
+            1 for f in self.findings if f.fix is not None and f.fix.applicability.value == "safe"
+        )
 
     def summary_text(self) -> str:
         files = f"{self.files_checked} file{'s' if self.files_checked != 1 else ''}"

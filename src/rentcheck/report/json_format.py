@@ -18,7 +18,10 @@ SCHEMA_ID = "rentcheck/report/v1"
 def finding_to_dict(finding: Finding) -> dict[str, Any]:
     fix = None
     if finding.fix is not None:
-        fix = {"description": finding.fix.description, "applicability": finding.fix.applicability.value}
+        fix = {
+            "description": finding.fix.description,
+            "applicability": finding.fix.applicability.value,
+        }
     return {
         "code": finding.code,
         "severity": finding.severity.label,

@@ -5,7 +5,11 @@ from __future__ import annotations
 from rentcheck.model import Applicability, Finding, Severity
 from rentcheck.report import Report
 
-_COLORS = {Severity.ERROR: "\033[1;31m", Severity.WARNING: "\033[1;33m", Severity.NOTE: "\033[1;36m"}
+_COLORS = {
+    Severity.ERROR: "\033[1;31m",
+    Severity.WARNING: "\033[1;33m",
+    Severity.NOTE: "\033[1;36m",
+}
 _BOLD = "\033[1m"
 _RESET = "\033[0m"
 
