@@ -39,8 +39,13 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
+# One module per command area under rentcheck.commands, each with
+# ``add_parsers(sub, common)`` that registers its subcommands and sets ``handler``.
+COMMAND_MODULES: tuple[str, ...] = ("check", "rules", "config_cmd")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from rentcheck.commands import check, config_cmd, rules
+    import importlib
 
     common = _common()
     parser = argparse.ArgumentParser(
@@ -50,9 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"rentcheck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    check.add_parser(sub, common)
-    rules.add_parsers(sub, common)
-    config_cmd.add_parser(sub, common)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"rentcheck.commands.{name}").add_parsers(sub, common)
     return parser
 
 

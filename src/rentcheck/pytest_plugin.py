@@ -31,8 +31,19 @@ __all__ = ["RentcheckFile", "RentcheckFileItem", "RentcheckStatusItem"]
 _LINTER_KEY = pytest.StashKey["Linter"]()
 _STATUS_NAME = "rentcheck-status"
 
+# Each gate (audit, verify, smoke, ...) brings its own pytest plugin module: options, fixtures
+# and gate items, registered here so one entry point serves them all. Such a module must be
+# as cheap to import as this one (heavy imports inside functions only).
+GATE_PLUGINS: tuple[str, ...] = ()
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    import importlib
+
+    for name in GATE_PLUGINS:
+        # pytest_addoption is a historic hook: plugins registered now still get it called.
+        if not pluginmanager.has_plugin(name):
+            pluginmanager.register(importlib.import_module(name), name)
     group = parser.getgroup("rentcheck", "rentcheck gates for rented-GPU training")
     group.addoption(
         "--rentcheck",

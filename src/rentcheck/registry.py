@@ -41,6 +41,11 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
 # Rules with no check function of their own: the engine emits them.
 ENGINE_RULES: tuple[Rule, ...] = (UNUSED_SUPPRESSION_RULE, UNKNOWN_CODE_RULE)
 
+# Rules of the other gates (audit, pull, smoke, profiles, ...): their commands produce the
+# findings; listing them here makes `rentcheck rule CODE`, config validation and SARIF know
+# them. Add one tuple per gate module.
+GATE_RULES: tuple[Rule, ...] = ()
+
 
 def builtin_checks() -> tuple[Check, ...]:
     return BUILTIN_CHECKS
@@ -118,7 +123,7 @@ def _plugin_checks() -> tuple[list[Check], list[str]]:
 
 def _build(checks: Iterable[Check], plugins: list[str]) -> RuleSet:
     rules: dict[str, Rule] = {}
-    for rule in [c.rule for c in checks] + list(ENGINE_RULES):
+    for rule in [c.rule for c in checks] + list(ENGINE_RULES) + list(GATE_RULES):
         if not CODE_RE.match(rule.code):
             raise ConfigError(f"rule code {rule.code!r} is malformed", hint="use e.g. ABC123")
         if rule.code in rules:

@@ -12,7 +12,7 @@ from rentcheck.registry import load_rule_set
 from rentcheck.report import Report, render
 
 
-def add_parser(
+def add_parsers(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
     p = sub.add_parser(

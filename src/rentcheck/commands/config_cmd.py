@@ -10,7 +10,7 @@ from rentcheck.output import emit
 from rentcheck.registry import all_rules
 
 
-def add_parser(
+def add_parsers(
     sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
     p = sub.add_parser("config", parents=[common], help="print the effective configuration")
