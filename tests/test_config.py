@@ -135,3 +135,20 @@ def test_config_command_prints_effective_settings(cli, tmp_path: Path) -> None:
 def test_digest_changes_with_settings_not_location(tmp_path: Path) -> None:
     assert Config(root="/a").digest() == Config(root="/b").digest()
     assert Config().digest() != Config(ignore=("RC101",)).digest()
+
+
+def test_gate_sections_are_tables_validated_by_their_gate(tmp_path: Path) -> None:
+    from rentcheck.config import check_section_keys
+
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.rentcheck.audit]\nbudget = '20G'\nworkerz = 4\n"
+    )
+    config = load_config(str(tmp_path), env={})
+    assert config.section("audit")["budget"] == "20G"
+    assert config.section("smoke") == {}
+    with pytest.raises(ConfigError) as err:
+        check_section_keys(config, "audit", ("budget", "workers"))
+    assert "audit.workerz" in str(err.value) and "'workers'" in str(err.value)
+    (tmp_path / "pyproject.toml").write_text("[tool.rentcheck]\naudit = 3\n")
+    with pytest.raises(ConfigError, match="must be a table"):
+        load_config(str(tmp_path), env={})

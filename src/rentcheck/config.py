@@ -17,7 +17,15 @@ from typing import Any
 from rentcheck.errors import ConfigError
 from rentcheck.model import Rule, RuleStatus, Severity
 
-__all__ = ["Config", "code_matches", "find_config_file", "load_config", "selected_rules"]
+__all__ = [
+    "Config",
+    "check_section_keys",
+    "code_matches",
+    "find_config_file",
+    "load_config",
+    "section_error",
+    "selected_rules",
+]
 
 DEFAULT_EXCLUDE = (
     ".git",
@@ -42,7 +50,10 @@ DEFAULT_EXCLUDE = (
 OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github")
 YAML_NAMES = ("rentcheck.yaml", ".rentcheck.yaml")
 LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
-KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-level", "preview", "output-format")
+# Tables owned by one gate each ([tool.rentcheck.audit], ...). The config layer only checks
+# that they are tables; the gate validates its keys with ``section_value``.
+SECTIONS = ("profiles", "audit", "smoke", "resume", "verify", "teardown", "python")
+KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-level", "preview", "output-format", *SECTIONS)
 ENV_PREFIX = "RENTCHECK_"
 
 
@@ -57,12 +68,17 @@ class Config:
     fail_level: Severity = Severity.WARNING
     preview: bool = False
     output_format: str = "text"
+    sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str | None = None  # the file the settings came from, if any
     root: str = "."  # paths in globs and reports are relative to this directory
 
     @property
     def excludes(self) -> tuple[str, ...]:
         return self.exclude + self.extend_exclude
+
+    def section(self, name: str) -> Mapping[str, Any]:
+        """The raw ``[tool.rentcheck.<name>]`` table (empty when absent)."""
+        return self.sections.get(name, {})
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +91,7 @@ class Config:
             "fail-level": self.fail_level.label,
             "preview": self.preview,
             "output-format": self.output_format,
+            **{name: dict(table) for name, table in sorted(self.sections.items())},
         }
 
     def digest(self) -> str:
@@ -170,7 +187,14 @@ def _apply(values: dict[str, Any], config: Config, source: str, *, layered: bool
             )
             raise ConfigError(f"unknown key {key!r} in {_where(source)}", hint=hint)
         attr = key.replace("-", "_")
-        if key in LIST_KEYS:
+        if key in SECTIONS:
+            if not isinstance(value, dict):
+                raise ConfigError(
+                    f"{key!r} in {_where(source)} must be a table",
+                    hint=f"write it as [tool.rentcheck.{key}] (or `{key}:` mapping in YAML)",
+                )
+            changes["sections"] = {**config.sections, **changes.get("sections", {}), key: value}
+        elif key in LIST_KEYS:
             items = _string_list(value, key, source)
             if layered and key.startswith("extend-"):
                 items = tuple(getattr(config, attr)) + items
@@ -208,9 +232,32 @@ def _boolean(value: Any, key: str, source: str) -> bool:
     return value
 
 
+def section_error(
+    config: Config, section: str, key: str, problem: str, hint: str = ""
+) -> ConfigError:
+    """A ConfigError for a gate's own key, naming the key and the file like the core keys."""
+    where = _where(config.source) if config.source else "the settings"
+    return ConfigError(f"{section}.{key} in {where}: {problem}", hint=hint)
+
+
+def check_section_keys(config: Config, section: str, allowed: Sequence[str]) -> Mapping[str, Any]:
+    """The section's table after refusing keys the gate does not know."""
+    table = config.section(section)
+    for key in table:
+        if key not in allowed:
+            import difflib
+
+            close = difflib.get_close_matches(key, list(allowed), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(allowed)
+            raise section_error(config, section, key, "unknown key", hint)
+    return table
+
+
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for key in KNOWN_KEYS:
+        if key in SECTIONS:
+            continue
         name = ENV_PREFIX + key.upper().replace("-", "_")
         if name in env and key != "per-file-ignores":
             values[key] = env[name]
