@@ -66,3 +66,17 @@ def test_hash_in_markdown_is_not_a_directive(tmp_path: Path) -> None:
     path = tmp_path / "notes.md"
     path.write_bytes(b"run `cmd  # rentcheck: ignore[RC101]` to see\n")
     assert parse_directives(SourceFile.read("notes.md", str(path))) == []
+
+
+def test_python_directives_must_be_real_comments(tmp_path: Path) -> None:
+    path = tmp_path / "tool.py"
+    path.write_bytes(
+        b'#!/usr/bin/env python3\nDOC = "# rentcheck: ignore[RC101]"\nx = 1  # rentcheck: ignore[RC103]\n'
+    )
+    source = SourceFile.read("tool.py", str(path))
+    assert [d.line for d in parse_directives(source)] == [3]
+
+
+def test_files_no_rule_looks_at_are_not_checked_for_directives(tmp_path: Path) -> None:
+    # A README that documents the syntax is not a file with a stale suppression.
+    assert _check(tmp_path, "notes.txt", b"write `# rentcheck: ignore[RC101]`\n", mode=0o644) == []

@@ -10,7 +10,7 @@ from rentcheck.atomic import write_atomic
 from rentcheck.config import Config, code_matches, selected_rules
 from rentcheck.lint.check import FileCheck, Project, ProjectCheck
 from rentcheck.lint.source import SourceFile
-from rentcheck.lint.suppress import apply_suppressions, parse_directives
+from rentcheck.lint.suppress import apply_suppressions
 from rentcheck.lint.walk import Candidate, collect
 from rentcheck.model import Applicability, Edit, Finding, Rule
 from rentcheck.pathmatch import matches_any
@@ -45,11 +45,10 @@ class Linter:
         return [check for check in self.file_checks if check.applies(source)]
 
     def wants(self, source: SourceFile, applicable: Sequence[FileCheck] | None = None) -> bool:
-        """Whether this file is checked at all (some rule applies or it has directives)."""
-        return (
-            bool(self.applicable(source) if applicable is None else applicable)
-            or any(check.applies(source) for check in self.project_checks)
-            or bool(parse_directives(source))
+        """Whether any selected rule looks at this file. Only such files are checked, and
+        only their directives count: text that merely mentions one is not a directive."""
+        return bool(self.applicable(source) if applicable is None else applicable) or any(
+            check.applies(source) for check in self.project_checks
         )
 
     def _ignored_here(self, finding: Finding) -> bool:

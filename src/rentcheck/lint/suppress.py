@@ -43,16 +43,31 @@ def _is_comment_or_blank(line: bytes, kind: FileKind) -> bool:
     return not stripped or stripped.startswith(b"#")
 
 
+def _python_comment_lines(source: SourceFile) -> set[int] | None:
+    """Lines holding a real ``#`` comment, so a directive quoted in a string is not one."""
+    import io
+    import tokenize
+
+    try:
+        tokens = tokenize.tokenize(io.BytesIO(source.data).readline)
+        return {tok.start[0] for tok in tokens if tok.type == tokenize.COMMENT}
+    except (tokenize.TokenError, SyntaxError):
+        return None  # unparsable Python: fall back to the textual form
+
+
 def parse_directives(source: SourceFile) -> list[Directive]:
     if b"rentcheck:" not in source.data or source.is_binary:
         return []
     pattern = _HTML if source.kind is FileKind.MARKDOWN else _HASH
+    comments = _python_comment_lines(source) if source.kind is FileKind.PYTHON else None
     lines = source.data.split(b"\n")
     directives: list[Directive] = []
     seen_command = False
     for index, raw in enumerate(lines):
         number = index + 1
         match = pattern.search(raw)
+        if match is not None and comments is not None and number not in comments:
+            match = None
         if match is None:
             seen_command = seen_command or not _is_comment_or_blank(raw, source.kind)
             continue
