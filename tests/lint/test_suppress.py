@@ -71,7 +71,9 @@ def test_hash_in_markdown_is_not_a_directive(tmp_path: Path) -> None:
 def test_python_directives_must_be_real_comments(tmp_path: Path) -> None:
     path = tmp_path / "tool.py"
     path.write_bytes(
-        b'#!/usr/bin/env python3\nDOC = "# rentcheck: ignore[RC101]"\nx = 1  # rentcheck: ignore[RC103]\n'
+        b"#!/usr/bin/env python3\n"
+        b'DOC = "# rentcheck: ignore[RC101]"\n'
+        b"x = 1  # rentcheck: ignore[RC103]\n"
     )
     source = SourceFile.read("tool.py", str(path))
     assert [d.line for d in parse_directives(source)] == [3]
