@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +20,35 @@ from rentcheck.registry import RuleSet
 __all__ = ["LintResult", "Linter"]
 
 _MAX_FIX_ROUNDS = 5
+# Below this many files a process pool costs more than it saves.
+_PARALLEL_MIN_FILES = 400
+_FORKED: tuple[Linter, bool, bool] | None = None
+
+
+@dataclass
+class _FileOutcome:
+    path: str
+    repo_root: str | None
+    findings: list[Finding] = field(default_factory=list)
+    suppressed: int = 0
+    fixed: list[Finding] = field(default_factory=list)
+    diffs: list[str] = field(default_factory=list)
+    project_source: SourceFile | None = None  # kept only for files a project check reads
+
+
+def _workers(files: int, jobs: int | None) -> int:
+    if jobs is not None:
+        return max(1, jobs)
+    if files < _PARALLEL_MIN_FILES or not sys.platform.startswith("linux"):
+        return 1
+    return max(1, min(len(os.sched_getaffinity(0)), 8, files // (_PARALLEL_MIN_FILES // 2)))
+
+
+def _lint_in_worker(candidate: Candidate) -> _FileOutcome | None:
+    if _FORKED is None:  # set by the parent right before the fork
+        raise RuntimeError("lint worker started without a linter")
+    linter, fix, diff = _FORKED
+    return linter.lint_candidate(candidate, fix=fix, diff=diff)
 
 
 @dataclass
@@ -77,54 +107,78 @@ class Linter:
         return self.finalize(source, raw)
 
     # -- trees ----------------------------------------------------------------------------
-    def run(self, paths: Sequence[str], *, fix: bool = False, diff: bool = False) -> LintResult:
+    def run(
+        self,
+        paths: Sequence[str],
+        *,
+        fix: bool = False,
+        diff: bool = False,
+        jobs: int | None = None,
+    ) -> LintResult:
         result = LintResult()
-        sources: list[SourceFile] = []
+        candidates = collect(paths, self.config.root, self.config.excludes)
         repos: dict[str | None, list[SourceFile]] = {}
-        for candidate in collect(paths, self.config.root, self.config.excludes):
-            source = _read(candidate)
-            if source is None:
+        for outcome in self._outcomes(candidates, fix=fix, diff=diff, jobs=jobs):
+            if outcome is None:
                 continue
-            checks = self.applicable(source)
-            if not self.wants(source, checks):
-                continue
-            source = self._check_one(source, checks, result, fix=fix, diff=diff)
-            sources.append(source)
-            repos.setdefault(candidate.repo.root if candidate.repo else None, []).append(source)
-            result.checked.append(source.path)
-        by_path = {s.path: s for s in sources}
+            result.checked.append(outcome.path)
+            result.findings.extend(outcome.findings)
+            result.suppressed += outcome.suppressed
+            result.fixed.extend(outcome.fixed)
+            result.diffs.extend(outcome.diffs)
+            if outcome.project_source is not None:
+                repos.setdefault(outcome.repo_root, []).append(outcome.project_source)
         for git_root, files in repos.items():
             project = Project(self.config.root, git_root, files)
+            by_path = {f.path: f for f in files}
             for check in self.project_checks:
                 self._project_findings(check, project, by_path, result, fix=fix, diff=diff)
         result.findings.sort(key=Finding.sort_key)
         return result
 
-    def _check_one(
-        self,
-        source: SourceFile,
-        checks: Sequence[FileCheck],
-        result: LintResult,
-        *,
-        fix: bool,
-        diff: bool,
-    ) -> SourceFile:
+    def _outcomes(
+        self, candidates: Sequence[Candidate], *, fix: bool, diff: bool, jobs: int | None
+    ) -> Iterable[_FileOutcome | None]:
+        workers = _workers(len(candidates), jobs)
+        if workers <= 1:
+            return [self.lint_candidate(c, fix=fix, diff=diff) for c in candidates]
+        import multiprocessing
+
+        # fork: workers inherit this Linter (plugin checks need not be picklable).
+        global _FORKED  # noqa: PLW0603 - the one way to hand an object to forked workers
+        _FORKED = (self, fix, diff)
+        try:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                return pool.map(_lint_in_worker, candidates, chunksize=64)
+        finally:
+            _FORKED = None
+
+    def lint_candidate(self, candidate: Candidate, *, fix: bool, diff: bool) -> _FileOutcome | None:
+        """Read, check (and fix) one file; None when no selected rule looks at it."""
+        source = _read(candidate)
+        if source is None:
+            return None
+        checks = self.applicable(source)
+        if not self.wants(source, checks):
+            return None
+        outcome = _FileOutcome(source.path, candidate.repo.root if candidate.repo else None)
         for _ in range(_MAX_FIX_ROUNDS):
             findings, suppressed = self.check_source(source, checks)
             fixable = next((f for f in findings if _safe_edits(f)), None)
             if fixable is None or not (fix or diff):
                 break
             if diff:
-                result.diffs.extend(_diff(e) for e in _safe_edits(fixable))
+                outcome.diffs.extend(_diff(e) for e in _safe_edits(fixable))
                 break
             for edit in _safe_edits(fixable):
                 write_atomic(edit.path, edit.content)
-            result.fixed.append(fixable)
+            outcome.fixed.append(fixable)
             # A fix rewrites content only: keep judging the mode the first read established.
             source = SourceFile.read(source.path, source.abspath, source.mode)
-        result.findings.extend(findings)
-        result.suppressed += suppressed
-        return source
+        outcome.findings, outcome.suppressed = findings, suppressed
+        if any(check.applies(source) for check in self.project_checks):
+            outcome.project_source = source
+        return outcome
 
     def _project_findings(
         self,

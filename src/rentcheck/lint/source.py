@@ -79,7 +79,8 @@ class SourceFile:
             st = os.fstat(handle.fileno())
             if not stat.S_ISREG(st.st_mode):
                 raise IsADirectoryError(abspath)
-            data = handle.read(MAX_TEXT_BYTES + 1)
+            # read(n) allocates n bytes up front: ask only for what the file holds.
+            data = handle.read(min(st.st_size, MAX_TEXT_BYTES) + 1)
         truncated = len(data) > MAX_TEXT_BYTES
         mode = index_mode if index_mode is not None else st.st_mode
         return cls(path, abspath, data, mode, classify(path, data[:256]), truncated)
