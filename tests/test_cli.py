@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.conftest import make_repo, run_subprocess
 
 from rentcheck import __version__
+from tests.conftest import make_repo, run_subprocess
 
 BAD_REPO = {
     "run.sh": b"#!/bin/bash\r\necho 100%, done: ok\r\n",

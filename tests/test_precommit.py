@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from tests.conftest import REPO_ROOT, make_repo
 
 pytest.importorskip("pre_commit")

@@ -6,10 +6,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tests.conftest import run_subprocess
-
 from rentcheck.model import Applicability, Rule, RuleStatus, Severity
 from rentcheck.registry import CODE_RE, all_rules
+from tests.conftest import run_subprocess
 
 TEXT_FIELDS = ("code", "name", "family", "summary", "why", "example_bad", "example_good", "fix")
 

@@ -7,11 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.conftest import FIXTURES
 
 from rentcheck.config import Config
 from rentcheck.lint.engine import Linter
 from rentcheck.registry import load_rule_set
+from tests.conftest import FIXTURES
 
 CASES = sorted(p for p in (FIXTURES / "lint").glob("*/*") if p.suffix != ".expected")
 

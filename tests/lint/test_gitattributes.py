@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from tests.conftest import make_repo
 
 SCRIPT = "#!/usr/bin/env bash\necho ok\n"

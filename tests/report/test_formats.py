@@ -8,12 +8,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from tests.conftest import make_repo
 
 from rentcheck.model import Finding, Severity
 from rentcheck.registry import all_rules
 from rentcheck.report import Report, render
 from rentcheck.report.github import escape_data, escape_property
+from tests.conftest import make_repo
 
 REPO = {
     "run.sh": b"#!/bin/bash\r\necho ok\r\n",
