@@ -65,19 +65,28 @@ def test_yaml_is_loaded_safely(tmp_path: Path) -> None:
     assert not (tmp_path / "pwned").exists()
 
 
+SHELL = {c for c, r in all_rules(with_plugins=False).items() if c.startswith("RC1")}
+STABLE_SHELL = {c for c in SHELL if all_rules(with_plugins=False)[c].status.value == "stable"}
+
+
 @pytest.mark.parametrize(
     ("settings", "expected"),
     [
-        ({"select": ("RC1",)}, {"RC101", "RC102", "RC103"}),
-        ({"select": ("RC1xx",)}, {"RC101", "RC102", "RC103"}),
-        ({"select": ("RC1",), "ignore": ("RC102",)}, {"RC101", "RC103"}),
+        ({"select": ("RC1",)}, STABLE_SHELL),
+        ({"select": ("RC1xx",)}, STABLE_SHELL),
+        (
+            {"select": ("RC10",), "ignore": ("RC102",)},
+            {c for c in STABLE_SHELL if c < "RC110"} - {"RC102"},
+        ),
         ({"select": ("RC101",), "extend_select": ("RC9",)}, {"RC101", "RC900", "RC901"}),
-        ({"select": ("ALL",), "ignore": ("RC9", "RC10")}, set()),
+        ({"select": ("RC1",), "ignore": ("RC1",)}, set()),
+        ({"select": ("RC1",), "preview": True}, SHELL),
     ],
 )
-def test_prefix_selection(settings: dict[str, tuple[str, ...]], expected: set[str]) -> None:
+def test_prefix_selection(settings: dict[str, object], expected: set[str]) -> None:
     rules = all_rules(with_plugins=False)
     assert set(selected_rules(Config(**settings), rules)) == expected  # type: ignore[arg-type]
+    assert {"RC101", "RC102", "RC103"} <= SHELL
 
 
 def test_unknown_code_is_an_error_naming_key_and_file(tmp_path: Path) -> None:

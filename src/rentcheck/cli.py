@@ -89,8 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
+        detail = " ".join(str(exc).split())
+        if len(detail) > 300:
+            detail = detail[:300] + "…"
         sys.stderr.write(
-            f"rentcheck: internal error: {type(exc).__name__}: {exc} "
+            f"rentcheck: internal error: {type(exc).__name__}: {detail} "
             "(rerun with --debug for the traceback and report it)\n"
         )
         return EXIT_ERROR

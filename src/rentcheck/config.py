@@ -311,11 +311,20 @@ def _check_tokens(tokens: Sequence[str], key: str, rules: Mapping[str, Rule], so
         selector = _normalise(raw)
         if selector == "ALL" or any(code.startswith(selector) for code in rules):
             continue
-        import difflib
-
-        close = difflib.get_close_matches(selector, list(rules), n=1)
-        hint = f"did you mean {close[0]}?" if close else "see `rentcheck rules` for the codes"
+        hint = suggest_code(selector, rules)
         raise ConfigError(f"unknown rule code {raw!r} in {key!r} of {source}", hint=hint)
+
+
+def suggest_code(typed: str, rules: Mapping[str, Rule]) -> str:
+    """'did you mean …?' for a mistyped code; letter-for-digit slips (O/0, l/1) first."""
+    fixed = typed.upper().replace("O", "0").replace("L", "1").replace("I", "1")
+    fixed = "RC" + fixed[2:] if fixed.startswith("RC") else fixed
+    if fixed in rules:
+        return f"did you mean {fixed}?"
+    import difflib
+
+    close = difflib.get_close_matches(typed.upper(), list(rules), n=1)
+    return f"did you mean {close[0]}?" if close else "see `rentcheck rules` for the codes"
 
 
 def selected_rules(config: Config, rules: Mapping[str, Rule]) -> dict[str, Rule]:

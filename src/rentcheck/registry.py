@@ -17,6 +17,17 @@ from typing import TYPE_CHECKING
 
 from rentcheck.errors import ConfigError
 from rentcheck.lint import gitattributes, line_endings, shebang
+from rentcheck.lint.shell import (
+    copy_success,
+    defaults,
+    detach,
+    grep_stdin,
+    guard,
+    loops,
+    secrets,
+    self_match,
+    transfer,
+)
 from rentcheck.lint.check import FileCheck, ProjectCheck
 from rentcheck.meta_rules import UNKNOWN_CODE_RULE, UNUSED_SUPPRESSION_RULE
 from rentcheck.model import Rule
@@ -36,6 +47,20 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     line_endings.CHECK,
     gitattributes.CHECK,
     shebang.CHECK,
+    copy_success.CHECK,
+    grep_stdin.CHECK,
+    self_match.SELF_MATCH,
+    self_match.KILL_RELAUNCH,
+    detach.UNEXPORTED,
+    detach.STDIN,
+    detach.BUFFERED,
+    defaults.CHECK,
+    loops.SWALLOW,
+    secrets.CHECK,
+    loops.UNBOUNDED,
+    transfer.CHECK,
+    guard.UNGUARDED,
+    guard.PARTIAL,
 )
 
 # Rules with no check function of their own: the engine emits them.

@@ -8,6 +8,7 @@ import json
 import textwrap
 from typing import Any
 
+from rentcheck.config import suggest_code
 from rentcheck.errors import UsageError
 from rentcheck.model import Rule
 from rentcheck.output import emit
@@ -63,10 +64,8 @@ def run_rule(args: argparse.Namespace) -> int:
     wanted = args.code.strip()
     rule = rules.get(wanted.upper()) or next((r for r in rules.values() if r.name == wanted), None)
     if rule is None:
-        close = difflib.get_close_matches(
-            wanted.upper(), list(rules), n=1
-        ) or difflib.get_close_matches(wanted, [r.name for r in rules.values()], n=1)
-        hint = f"did you mean {close[0]}?" if close else "run `rentcheck rules` for the list"
+        by_name = difflib.get_close_matches(wanted, [r.name for r in rules.values()], n=1)
+        hint = f"did you mean {by_name[0]}?" if by_name else suggest_code(wanted, rules)
         raise UsageError(f"no rule {wanted!r}", hint=hint)
     if args.output_format == "json":
         emit(json.dumps(rule_to_dict(rule), indent=2) + "\n", args.output_file)

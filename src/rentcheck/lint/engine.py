@@ -176,6 +176,7 @@ class Linter:
             # A fix rewrites content only: keep judging the mode the first read established.
             source = SourceFile.read(source.path, source.abspath, source.mode)
         outcome.findings, outcome.suppressed = findings, suppressed
+        source.memo.clear()  # parse trees are per run and cannot cross a process boundary
         if any(check.applies(source) for check in self.project_checks):
             outcome.project_source = source
         return outcome

@@ -5,8 +5,9 @@ from __future__ import annotations
 import enum
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 __all__ = ["FileKind", "SourceFile", "classify", "interpreter_of"]
 
@@ -72,6 +73,8 @@ class SourceFile:
     mode: int
     kind: FileKind
     truncated: bool = False
+    # Parses and other derived data shared by the rules of one run (never persisted).
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def read(cls, path: str, abspath: str, index_mode: int | None = None) -> SourceFile:

@@ -1,0 +1,1 @@
+"""Shell rules (RC104-RC119) on a real bash parse tree (tree-sitter-bash)."""

@@ -1,0 +1,201 @@
+"""Detached launches: RC108 unexported variables, RC109 stdin left attached, RC110 buffered
+Python output."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from rentcheck.lint.shell.common import Hit, hit, shell_check
+from rentcheck.lint.shell.tree import Command, ShellScript, loose_value, text
+from rentcheck.model import Applicability, Rule, Severity
+
+UNEXPORTED_RULE = Rule(
+    code="RC108",
+    name="detached-unexported-variable",
+    family="shell",
+    summary="A variable set without `export` is used inside a detached single-quoted command",
+    why=(
+        "In `DATA=/root/autodl-tmp; tmux new-session -d 'python train.py --data $DATA'` the "
+        "single quotes stop this shell from expanding `$DATA`; the detached shell expands it "
+        "instead, and it never received the variable because it was not exported. The job "
+        "starts with an empty path and writes to the wrong place, or dies after the launcher "
+        "reported success."
+    ),
+    example_bad="DATA=/root/autodl-tmp\ntmux new-session -d 'python train.py --data $DATA'",
+    example_good='export DATA=/root/autodl-tmp\ntmux new-session -d "python train.py --data $DATA"',
+    fix="`export` the variable, or use double quotes so it is expanded before the launch.",
+    fix_applicability=Applicability.NONE,
+    default_severity=Severity.ERROR,
+)
+
+STDIN_RULE = Rule(
+    code="RC109",
+    name="background-without-stdin-redirect",
+    family="shell",
+    summary="A background or nohup launch keeps the terminal's stdin",
+    why=(
+        "A job started with `&` or nohup still holds the launching shell's stdin. Over ssh "
+        "that keeps the session from closing (the ssh command hangs until the job ends), and "
+        "a job that reads stdin (a prompt, `input()`, an ssh inside it) stops with SIGTTIN "
+        "or eats the input meant for the next command. `< /dev/null` detaches it cleanly."
+    ),
+    example_bad="nohup python train.py > train.log 2>&1 &",
+    example_good="nohup python -u train.py > train.log 2>&1 < /dev/null &",
+    fix="Add `< /dev/null` to the launch (a suggestion: first check the job reads no input).",
+    fix_applicability=Applicability.UNSAFE,
+    default_severity=Severity.WARNING,
+)
+
+BUFFERED_RULE = Rule(
+    code="RC110",
+    name="detached-python-buffered",
+    family="shell",
+    summary="Detached Python runs without `-u` or PYTHONUNBUFFERED=1",
+    why=(
+        "Python block-buffers stdout when it is not a terminal, so a detached run's log stays "
+        "empty for minutes and a crash loses the last lines: the watcher sees no progress and "
+        "you cannot tell a hang from a slow start while the meter runs. `python -u` or "
+        "PYTHONUNBUFFERED=1 makes every line reach the log as it is printed."
+    ),
+    example_bad="nohup python train.py > train.log 2>&1 < /dev/null &",
+    example_good="nohup python -u train.py > train.log 2>&1 < /dev/null &",
+    fix="Add `-u` after the interpreter or `export PYTHONUNBUFFERED=1` before the launch.",
+    fix_applicability=Applicability.UNSAFE,
+    default_severity=Severity.WARNING,
+)
+
+DETACHERS = frozenset({"nohup", "setsid", "disown"})
+_DETACHED_RUNNERS = frozenset({"tmux", "screen", "nohup", "setsid", "bash", "sh", "su", "timeout"})
+_PYTHON = re.compile(r"^python(\d(\.\d+)?)?$")
+_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+_QUIET = frozenset({"sleep", "wait", "true", ":"})
+
+
+def _assigned_and_exported(script: ShellScript) -> tuple[dict[str, int], set[str], bool]:
+    assigned: dict[str, int] = {}
+    exported: set[str] = set()
+    allexport = False
+    for node in script.walk():
+        if node.type == "variable_assignment" and (
+            node.parent is None or node.parent.type != "declaration_command"
+        ):
+            if node.parent is not None and node.parent.type == "command":
+                continue  # `VAR=x cmd`: an environment prefix, exported to cmd only
+            name = text(node).split("=", 1)[0]
+            assigned.setdefault(name, int(node.start_point[0]) + 1)
+        elif node.type == "declaration_command":
+            words = [text(c) for c in node.children]
+            if words and (words[0] == "export" or "-x" in words):
+                for child in node.children:
+                    if child.type in ("variable_assignment", "variable_name", "word"):
+                        exported.add(text(child).split("=", 1)[0])
+    for command in script.commands():
+        if command.name == "set" and ("-a" in command.argv or "allexport" in command.argv):
+            allexport = True
+        if command.name == "export":
+            exported.update(a.split("=", 1)[0] for a in command.argv)
+    return assigned, exported, allexport
+
+
+def _unexported(script: ShellScript) -> Iterator[Hit]:
+    assigned, exported, allexport = _assigned_and_exported(script)
+    if allexport:
+        return
+    for command in script.commands():
+        if command.name not in _DETACHED_RUNNERS:
+            continue  # ssh runs remotely: exporting would not help there
+        for arg in command.args:
+            if arg.type != "raw_string":
+                continue
+            if not any(inner.outer is command for inner in script.nested()):
+                continue
+            for name in dict.fromkeys(_VAR.findall(loose_value(arg))):
+                if name in assigned and name not in exported:
+                    yield hit(
+                        command.line,
+                        command.col,
+                        f"${name} is set on line {assigned[name]} without `export`, but is "
+                        f"expanded inside the single-quoted command given to `{command.name}`: "
+                        f"the detached shell sees it empty; `export {name}`",
+                        variable=name,
+                    )
+
+
+def _is_detached(command: Command) -> bool:
+    return command.name in DETACHERS or command.backgrounded()
+
+
+# What a training launcher starts in the background: long-running programs that may read
+# stdin or keep an ssh session open. A GUI opened with `"$browser" &` is not one of them.
+_LONG_RUNNING = re.compile(
+    r"^(python[\d.]*|torchrun|accelerate|deepspeed|bash|sh|zsh|java|node|ssh|rsync|"
+    r"tensorboard|jupyter|jupyter-lab|docker|srun|mpirun|xargs|tail|watch|\./.*|.*\.sh)$"
+)
+
+
+def _launch_words(command: Command) -> list[str]:
+    """The program and arguments actually launched (after nohup/setsid/env wrappers)."""
+    words = [command.name, *command.argv]
+    while words and words[0] in ("nohup", "setsid", "env", "exec", "nice", "ionice", "stdbuf"):
+        words = words[1:]
+        while words and (words[0].startswith("-") or "=" in words[0]):
+            words = words[1:]
+    return words
+
+
+def _stdin_hits(script: ShellScript) -> Iterator[Hit]:
+    for current in script.all_scripts():
+        for command in current.commands():
+            if not _is_detached(command) or command.name in _QUIET or command.stdin_redirected():
+                continue
+            if command.name == "disown":
+                continue
+            launched = _launch_words(command)
+            if not launched or not _LONG_RUNNING.match(launched[0].rsplit("/", 1)[-1]):
+                continue
+            yield hit(
+                command.line,
+                command.col,
+                f"`{' '.join(launched[:3])}` is started in the background with the terminal's "
+                "stdin still attached; add `< /dev/null`",
+            )
+
+
+def _buffered_hits(script: ShellScript) -> Iterator[Hit]:
+    unbuffered_env = any(
+        "PYTHONUNBUFFERED" in text(node)
+        for node in script.walk()
+        if node.type in ("declaration_command", "variable_assignment")
+    )
+    for current in script.all_scripts():
+        detached_context = current.outer is not None and current.outer.name in (
+            "tmux",
+            "screen",
+            "nohup",
+            "setsid",
+        )
+        for command in current.commands():
+            launched = _launch_words(command)
+            if not launched or not _PYTHON.match(launched[0]):
+                continue
+            if not (detached_context or _is_detached(command)):
+                continue
+            if "-u" in launched[1:] or any(
+                w.startswith("-") and not w.startswith("--") and "u" in w[1:] and w != "-m"
+                for w in launched[1:2]
+            ):
+                continue
+            if unbuffered_env or "PYTHONUNBUFFERED" in command.env:
+                continue
+            yield hit(
+                command.line,
+                command.col,
+                f"detached `{launched[0]}` without `-u` or PYTHONUNBUFFERED=1: its log stays "
+                "empty until the buffer fills; use `python -u`",
+            )
+
+
+UNEXPORTED = shell_check(UNEXPORTED_RULE, _unexported)
+STDIN = shell_check(STDIN_RULE, _stdin_hits)
+BUFFERED = shell_check(BUFFERED_RULE, _buffered_hits)

@@ -1,0 +1,171 @@
+"""RC106 pgrep-self-match and RC107 kill-then-relaunch-in-one-ssh: process patterns that hit
+the very shell that runs them."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+
+from rentcheck.lint.shell.common import Hit, hit, shell_check
+from rentcheck.lint.shell.tree import Command, ShellScript, text
+from rentcheck.model import Applicability, Rule, Severity
+
+SELF_MATCH_RULE = Rule(
+    code="RC106",
+    name="pgrep-self-match",
+    family="shell",
+    summary="`pgrep -f`/`pkill -f` pattern that matches its own command line",
+    why=(
+        "`-f` matches against full command lines, and the shell that runs "
+        "`ssh box 'pgrep -f train.py'` or `bash -c 'pkill -f train.py; …'` has that very text "
+        "in its own command line. The count is one too high, so a 'wait until training "
+        "exits' loop never ends, and `pkill -f` kills the shell running it (and the relaunch "
+        "in the same string) instead of, or as well as, the trainer."
+    ),
+    example_bad="ssh box 'pkill -f train.py; sleep 2; pgrep -f train.py && echo still running'",
+    example_good=(
+        'ssh box \'pkill -f "[t]rain.py"; sleep 2; pgrep -f "[t]rain.py" || echo stopped\''
+    ),
+    fix=(
+        "Make the pattern unable to match itself: bracket one character (`[t]rain.py`), or "
+        'match a pid file (`kill "$(cat train.pid)"`) instead of a command line.'
+    ),
+    fix_applicability=Applicability.NONE,
+    default_severity=Severity.ERROR,
+)
+
+KILL_RELAUNCH_RULE = Rule(
+    code="RC107",
+    name="kill-then-relaunch-in-one-ssh",
+    family="shell",
+    summary="One `ssh host '…'` kills processes and then starts new work",
+    why=(
+        "`ssh box 'pkill -f train; nohup python train.py &'` looks like a restart, but the "
+        "kill often takes the remote shell (its command line contains the pattern) or the "
+        "session with it, so the relaunch after it never runs; even when it does, the new "
+        "job is tied to a session that is being torn down. The run silently stops and the "
+        "box keeps billing."
+    ),
+    example_bad="ssh box 'pkill -f train.py; nohup python train.py > log 2>&1 &'",
+    example_good=(
+        "ssh box 'pkill -f \"[t]rain.py\"'\n"
+        "ssh box 'setsid nohup python -u train.py > log 2>&1 < /dev/null &'"
+    ),
+    fix="Split it: one ssh call that stops the old job, a second one that launches the new one.",
+    fix_applicability=Applicability.NONE,
+    default_severity=Severity.ERROR,
+)
+
+PROCESS_MATCHERS = frozenset({"pgrep", "pkill"})
+KILLERS = frozenset({"pkill", "kill", "killall"})
+LAUNCHERS = frozenset(
+    {
+        "nohup",
+        "setsid",
+        "python",
+        "python3",
+        "torchrun",
+        "accelerate",
+        "deepspeed",
+        "bash",
+        "sh",
+        "tmux",
+        "screen",
+        "docker",
+        "srun",
+        "sbatch",
+    }
+)
+
+
+def _pattern(command: Command) -> str | None:
+    argv = command.argv
+    if not any(
+        a == "-f" or (a.startswith("-") and not a.startswith("--") and "f" in a[1:]) for a in argv
+    ):
+        return None
+    positional = [a for a in argv if not a.startswith("-")]
+    # Options with a value (-u USER, -s SIG, ...) leave their value among the words.
+    for flag in ("-u", "-U", "-g", "-G", "-P", "-s", "-t", "--signal"):
+        if flag in argv:
+            value = argv[argv.index(flag) + 1] if argv.index(flag) + 1 < len(argv) else None
+            if value in positional:
+                positional.remove(value)
+    return positional[-1] if positional else None
+
+
+def _matches(pattern: str, haystack: str) -> bool:
+    try:
+        return re.search(pattern, haystack) is not None
+    except re.error:
+        return pattern in haystack
+
+
+def _self_match_hits(script: ShellScript) -> Iterator[Hit]:
+    for current in script.all_scripts():
+        for command in current.commands():
+            if command.name not in PROCESS_MATCHERS:
+                continue
+            pattern = _pattern(command)
+            if pattern is None:
+                continue
+            if current.outer is not None:
+                outer_line = text(current.outer.node)
+                if _matches(pattern, outer_line):
+                    yield hit(
+                        command.line,
+                        command.col,
+                        f"`{command.name} -f {pattern}` also matches the shell running it "
+                        f"(`{current.outer.name} …` carries the pattern in its command line); "
+                        "bracket one character, e.g. "
+                        f"'{_bracketed(pattern)}'",
+                        pattern=pattern,
+                        enclosing=current.outer.name,
+                    )
+                    continue
+            script_name = os.path.basename(script.source.path)
+            if current.outer is None and _matches(pattern, script_name):
+                yield hit(
+                    command.line,
+                    command.col,
+                    f"`{command.name} -f {pattern}` matches this script's own name "
+                    f"({script_name}), so it finds (or kills) the script itself",
+                    pattern=pattern,
+                )
+
+
+def _bracketed(pattern: str) -> str:
+    for index, char in enumerate(pattern):
+        if char.isalnum():
+            return f"{pattern[:index]}[{char}]{pattern[index + 1 :]}"
+    return pattern
+
+
+def _kill_relaunch_hits(script: ShellScript) -> Iterator[Hit]:
+    for current in script.all_scripts():
+        outer = current.outer
+        if outer is None or outer.name != "ssh":
+            continue
+        killed_at: Command | None = None
+        for command in current.commands():
+            is_tmux_kill = command.name == "tmux" and command.argv[:1] == ["kill-session"]
+            if command.name in KILLERS or is_tmux_kill:
+                killed_at = killed_at or command
+            elif killed_at is not None and (command.name in LAUNCHERS or command.backgrounded()):
+                if command.name == "tmux" and command.argv[:1] not in (["new-session"], ["new"]):
+                    continue
+                yield hit(
+                    outer.line,
+                    outer.col,
+                    f"this ssh command kills (`{killed_at.name}`) and then launches "
+                    f"(`{command.name}`) in one session: the relaunch dies with the kill; use "
+                    "two ssh calls",
+                    killer=killed_at.name,
+                    launcher=command.name,
+                )
+                break
+
+
+SELF_MATCH = shell_check(SELF_MATCH_RULE, _self_match_hits)
+KILL_RELAUNCH = shell_check(KILL_RELAUNCH_RULE, _kill_relaunch_hits)
