@@ -45,6 +45,8 @@ def test_hooks_stay_light() -> None:
         assert not any(heavy in deps for heavy in HEAVY_EXTRAS), hook["id"]
     shell = next(h for h in hooks if h["id"] == "rentcheck-shell")
     assert shell["types"] == ["shell"]
+    python = next(h for h in hooks if h["id"] == "rentcheck-python")
+    assert python["types"] == ["python"]
 
 
 def test_try_repo_runs_the_shell_hook(tmp_path: Path) -> None:

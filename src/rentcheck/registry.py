@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from rentcheck.errors import ConfigError
 from rentcheck.lint import gitattributes, line_endings, shebang
+from rentcheck.lint.python import checkpoint_rules, device_rules, ruff_bridge
 from rentcheck.lint.shell import (
     copy_success,
     defaults,
@@ -61,10 +62,20 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     transfer.CHECK,
     guard.UNGUARDED,
     guard.PARTIAL,
+    checkpoint_rules.NONATOMIC,
+    device_rules.MAIN_GUARD,
+    checkpoint_rules.LOAD,
+    device_rules.CUDA,
+    checkpoint_rules.NO_RESUME,
+    ruff_bridge.RUFF,
 )
 
 # Rules with no check function of their own: the engine emits them.
-ENGINE_RULES: tuple[Rule, ...] = (UNUSED_SUPPRESSION_RULE, UNKNOWN_CODE_RULE)
+ENGINE_RULES: tuple[Rule, ...] = (
+    ruff_bridge.RUFF_MISSING_RULE,
+    UNUSED_SUPPRESSION_RULE,
+    UNKNOWN_CODE_RULE,
+)
 
 # Rules of the other gates (audit, pull, smoke, profiles, ...): their commands produce the
 # findings; listing them here makes `rentcheck rule CODE`, config validation and SARIF know

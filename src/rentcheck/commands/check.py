@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from rentcheck.config import load_config
@@ -33,6 +34,11 @@ def add_parsers(
             help=f"comma-separated; overrides the config's `{flag}`",
         )
     p.add_argument("--preview", action="store_true", default=None, help="enable preview rules")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="do not read or write .rentcheck/cache (findings keyed by file content)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -50,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     start = args.paths[0] if args.paths else "."
     config = load_config(start, explicit=args.config, isolated=args.isolated, overrides=overrides)
     linter = Linter(config, load_rule_set())
-    result = linter.run(args.paths, fix=args.fix, diff=args.diff)
+    use_cache = not args.no_cache and not os.environ.get("RENTCHECK_NO_CACHE")
+    result = linter.run(args.paths, fix=args.fix, diff=args.diff, cache=use_cache)
     if args.diff:
         sys.stdout.write("".join(result.diffs))
         return 1 if result.diffs else 0

@@ -27,6 +27,9 @@ class FileCheck:
     rule: Rule
     applies: Callable[[SourceFile], bool]
     run: Callable[[SourceFile], Iterable[Finding]]
+    # True when the findings depend on the file's bytes alone (not its mode or neighbours),
+    # so they may be cached by content hash.
+    content_only: bool = False
 
 
 @dataclass(frozen=True)

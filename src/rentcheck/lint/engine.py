@@ -6,9 +6,11 @@ import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rentcheck.atomic import write_atomic
 from rentcheck.config import Config, code_matches, selected_rules
+from rentcheck.lint.cache import FindingsCache
 from rentcheck.lint.check import FileCheck, Project, ProjectCheck
 from rentcheck.lint.source import SourceFile
 from rentcheck.lint.suppress import apply_suppressions
@@ -34,6 +36,7 @@ class _FileOutcome:
     fixed: list[Finding] = field(default_factory=list)
     diffs: list[str] = field(default_factory=list)
     project_source: SourceFile | None = None  # kept only for files a project check reads
+    cache_entries: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def _workers(files: int, jobs: int | None) -> int:
@@ -69,16 +72,28 @@ class Linter:
         self.enabled: Mapping[str, Rule] = selected_rules(config, rules.rules)
         self.file_checks = [c for c in rules.file_checks if c.rule.code in self.enabled]
         self.project_checks = [c for c in rules.project_checks if c.rule.code in self.enabled]
+        self.training_paths = _training_paths(config)
 
     # -- one file -------------------------------------------------------------------------
+    def in_scope(self, rule: Rule, source: SourceFile) -> bool:
+        """Python rules look only at the training code, when the config names it."""
+        if rule.family != "python" or self.training_paths is None:
+            return True
+        return matches_any(source.path, self.training_paths)
+
     def applicable(self, source: SourceFile) -> list[FileCheck]:
-        return [check for check in self.file_checks if check.applies(source)]
+        return [
+            check
+            for check in self.file_checks
+            if check.applies(source) and self.in_scope(check.rule, source)
+        ]
 
     def wants(self, source: SourceFile, applicable: Sequence[FileCheck] | None = None) -> bool:
         """Whether any selected rule looks at this file. Only such files are checked, and
         only their directives count: text that merely mentions one is not a directive."""
         return bool(self.applicable(source) if applicable is None else applicable) or any(
-            check.applies(source) for check in self.project_checks
+            check.applies(source) and self.in_scope(check.rule, source)
+            for check in self.project_checks
         )
 
     def _ignored_here(self, finding: Finding) -> bool:
@@ -98,13 +113,34 @@ class Linter:
         return [f for f in result if not self._ignored_here(f)], suppressed
 
     def check_source(
-        self, source: SourceFile, applicable: Sequence[FileCheck] | None = None
+        self,
+        source: SourceFile,
+        applicable: Sequence[FileCheck] | None = None,
+        cache: FindingsCache | None = None,
     ) -> tuple[list[Finding], int]:
         checks = self.applicable(source) if applicable is None else applicable
-        raw = [finding for check in checks for finding in check.run(source)]
+        raw = [f for check in checks if not check.content_only for f in check.run(source)]
+        raw.extend(self._content_findings(source, [c for c in checks if c.content_only], cache))
         if not raw and b"rentcheck:" not in source.data:
             return raw, 0  # the common case: nothing to filter or suppress
         return self.finalize(source, raw)
+
+    def _content_findings(
+        self, source: SourceFile, checks: Sequence[FileCheck], cache: FindingsCache | None
+    ) -> list[Finding]:
+        if not checks:
+            return []
+        key = None
+        if cache is not None:
+            codes = ",".join(c.rule.code for c in checks)
+            key = cache.key(source.data, f"{source.kind.value}|{codes}")
+            cached = cache.get(key, source.path)
+            if cached is not None:
+                return cached
+        found = [finding for check in checks for finding in check.run(source)]
+        if cache is not None and key is not None:
+            cache.put(key, found)
+        return found
 
     # -- trees ----------------------------------------------------------------------------
     def run(
@@ -114,9 +150,11 @@ class Linter:
         fix: bool = False,
         diff: bool = False,
         jobs: int | None = None,
+        cache: bool = True,
     ) -> LintResult:
         result = LintResult()
         candidates = collect(paths, self.config.root, self.config.excludes)
+        self.cache = FindingsCache(self.config.root if cache else None, sorted(self.enabled))
         repos: dict[str | None, list[SourceFile]] = {}
         for outcome in self._outcomes(candidates, fix=fix, diff=diff, jobs=jobs):
             if outcome is None:
@@ -126,14 +164,20 @@ class Linter:
             result.suppressed += outcome.suppressed
             result.fixed.extend(outcome.fixed)
             result.diffs.extend(outcome.diffs)
+            self.cache.merge(outcome.cache_entries)
             if outcome.project_source is not None:
                 repos.setdefault(outcome.repo_root, []).append(outcome.project_source)
         for git_root, files in repos.items():
-            project = Project(self.config.root, git_root, files)
             by_path = {f.path: f for f in files}
             for check in self.project_checks:
-                self._project_findings(check, project, by_path, result, fix=fix, diff=diff)
+                mine = [f for f in files if check.applies(f) and self.in_scope(check.rule, f)]
+                if mine:
+                    project = Project(self.config.root, git_root, mine)
+                    self._project_findings(check, project, by_path, result, fix=fix, diff=diff)
+        # A check may also emit companion notes (e.g. RC209); honour the selection for them.
+        result.findings = [f for f in result.findings if f.code in self.enabled]
         result.findings.sort(key=Finding.sort_key)
+        self.cache.save()
         return result
 
     def _outcomes(
@@ -162,8 +206,9 @@ class Linter:
         if not self.wants(source, checks):
             return None
         outcome = _FileOutcome(source.path, candidate.repo.root if candidate.repo else None)
+        cache = getattr(self, "cache", None)
         for _ in range(_MAX_FIX_ROUNDS):
-            findings, suppressed = self.check_source(source, checks)
+            findings, suppressed = self.check_source(source, checks, cache)
             fixable = next((f for f in findings if _safe_edits(f)), None)
             if fixable is None or not (fix or diff):
                 break
@@ -176,6 +221,8 @@ class Linter:
             # A fix rewrites content only: keep judging the mode the first read established.
             source = SourceFile.read(source.path, source.abspath, source.mode)
         outcome.findings, outcome.suppressed = findings, suppressed
+        if cache is not None:  # hand new entries back: a forked worker's cache is its own
+            outcome.cache_entries = cache.take_recent()
         source.memo.clear()  # parse trees are per run and cannot cross a process boundary
         if any(check.applies(source) for check in self.project_checks):
             outcome.project_source = source
@@ -209,6 +256,20 @@ class Linter:
                 result.findings.extend(kept)
             else:
                 result.findings.append(finding)
+
+
+def _training_paths(config: Config) -> tuple[str, ...] | None:
+    from rentcheck.config import check_section_keys, section_error
+
+    table = check_section_keys(config, "python", ("training-paths",))
+    paths = table.get("training-paths")
+    if paths is None:
+        return None
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise section_error(
+            config, "python", "training-paths", "must be a list of globs", 'e.g. ["train.py"]'
+        )
+    return tuple(paths)
 
 
 def _read(candidate: Candidate) -> SourceFile | None:

@@ -42,7 +42,7 @@ def shell_check(rule: Rule, run: ScriptRule) -> FileCheck:
             for line, col, message, details, fix in run(script_of(source))
         ]
 
-    return FileCheck(rule, _applies, check)
+    return FileCheck(rule, _applies, check, content_only=True)
 
 
 def hit(line: int, col: int, message: str, fix: Fix | None = None, **details: Any) -> Hit:

@@ -1,0 +1,116 @@
+"""Findings of content-only checks, cached by file content and rule-set identity, so a
+pre-commit run over unchanged files does not parse them again.
+
+The cache is one JSON file under ``<project>/.rentcheck/cache/`` (never pickle: it is data
+read back on every run), written atomically, bounded in size, and safe to delete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rentcheck import __version__
+from rentcheck.atomic import write_atomic
+from rentcheck.model import Finding, Severity
+
+__all__ = ["FindingsCache"]
+
+SCHEMA = 1
+MAX_ENTRIES = 20_000
+
+
+class FindingsCache:
+    def __init__(self, root: str | None, codes: Sequence[str]) -> None:
+        self.path = os.path.join(root, ".rentcheck", "cache", "lint.json") if root else None
+        # Any change of rentcheck or of the selected rules makes every old entry unreachable.
+        identity = f"{SCHEMA}:{__version__}:{','.join(sorted(codes))}"
+        self.salt = hashlib.sha256(identity.encode()).hexdigest()[:16]
+        self.entries: dict[str, list[dict[str, Any]]] = {}
+        self.added: dict[str, list[dict[str, Any]]] = {}
+        self.recent: dict[str, list[dict[str, Any]]] = {}
+        self._load()
+
+    def _load(self) -> None:
+        if self.path is None:
+            return
+        try:
+            with open(self.path, encoding="utf-8") as handle:
+                doc = json.load(handle)
+        except (OSError, ValueError):
+            return  # missing or damaged: start empty, the next save replaces it
+        if isinstance(doc, dict) and doc.get("salt") == self.salt:
+            entries = doc.get("entries")
+            if isinstance(entries, dict):
+                self.entries = entries
+
+    def key(self, data: bytes, kind: str) -> str:
+        return hashlib.sha256(kind.encode() + b"\0" + data).hexdigest()
+
+    def get(self, key: str, path: str) -> list[Finding] | None:
+        stored = self.entries.get(key)
+        if stored is None:
+            return None
+        try:
+            return [_finding(item, path) for item in stored]
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def put(self, key: str, findings: Iterable[Finding]) -> None:
+        stored = [_stored(f) for f in findings]
+        self.added[key] = stored
+        self.recent[key] = stored
+
+    def take_recent(self) -> dict[str, list[dict[str, Any]]]:
+        """Entries put since the last call (what a worker process sends back)."""
+        recent, self.recent = self.recent, {}
+        return recent
+
+    def merge(self, added: dict[str, list[dict[str, Any]]]) -> None:
+        self.added.update(added)
+
+    def save(self) -> None:
+        if self.path is None or not self.added:
+            return
+        entries = {**self.entries, **self.added}
+        if len(entries) > MAX_ENTRIES:  # keep the newest ones: dicts keep insertion order
+            entries = dict(list(entries.items())[-MAX_ENTRIES:])
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            ignore = os.path.join(os.path.dirname(os.path.dirname(self.path)), ".gitignore")
+            if not os.path.exists(ignore):
+                write_atomic(ignore, b"# rentcheck's own cache and records\n*\n")
+            blob = json.dumps({"salt": self.salt, "entries": entries}, separators=(",", ":"))
+            write_atomic(self.path, blob.encode())
+        except OSError:
+            pass  # a read-only checkout still gets its findings, just not cached
+
+
+def _stored(finding: Finding) -> dict[str, Any]:
+    return {
+        "code": finding.code,
+        "severity": finding.severity.label,
+        "message": finding.message,
+        "line": finding.line,
+        "col": finding.col,
+        "end_line": finding.end_line,
+        "end_col": finding.end_col,
+        "details": dict(finding.details),
+    }
+
+
+def _finding(item: dict[str, Any], path: str) -> Finding:
+    return Finding(
+        code=str(item["code"]),
+        severity=Severity.parse(str(item["severity"])),
+        message=str(item["message"]),
+        path=path,
+        line=item.get("line"),
+        col=item.get("col"),
+        end_line=item.get("end_line"),
+        end_col=item.get("end_col"),
+        details=item.get("details") or {},
+    )

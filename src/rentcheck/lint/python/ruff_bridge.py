@@ -1,0 +1,128 @@
+"""RC209/RC210: pyflakes-class errors (undefined names, bad imports, syntax errors) from the
+ruff binary, run once per repository over the training code and read as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+
+from rentcheck.lint.check import Project, ProjectCheck
+from rentcheck.lint.python.syntax import python_applies
+from rentcheck.model import Applicability, Finding, Rule, Severity
+
+RUFF_RULE = Rule(
+    code="RC210",
+    name="python-error-via-ruff",
+    family="python",
+    summary="Undefined name, broken import or syntax error in training code (found by ruff)",
+    why=(
+        "A typo in a name used only at the end of an epoch, in the eval branch or in the "
+        "checkpoint code is a NameError hours into a paid run, after the GPU time is spent. "
+        "These are found statically in milliseconds; rentcheck runs ruff's pyflakes rules "
+        "(undefined names, unused or redefined imports, syntax errors) so they never reach "
+        "the box."
+    ),
+    example_bad="def save(step):\n    torch.save(state, f'ckpt-{stpe}.pt')  # F821 undefined name",
+    example_good="def save(step):\n    torch.save(state, f'ckpt-{step}.pt')",
+    fix="Fix the name or import ruff points at (`ruff check --select F FILE` shows the context).",
+    fix_applicability=Applicability.NONE,
+    default_severity=Severity.ERROR,
+)
+
+RUFF_MISSING_RULE = Rule(
+    code="RC209",
+    name="ruff-unavailable",
+    family="python",
+    summary="ruff is not installed, so pyflakes-class checks of Python code were skipped",
+    why=(
+        "The undefined-name and import checks (RC210) come from the ruff binary. Without it "
+        "they silently would not run and a clean result would claim more than was checked; "
+        "this note says so instead, once per run."
+    ),
+    example_bad="pip install rentcheck            # no ruff: RC210 skipped",
+    example_good="pip install 'rentcheck[lint-python]'",
+    fix="Install the extra: `pip install 'rentcheck[lint-python]'` (or put `ruff` on PATH).",
+    fix_applicability=Applicability.NONE,
+    default_severity=Severity.NOTE,
+)
+
+# Undefined names and syntax errors fail at run time; unused or shadowed imports are smells.
+ERROR_CODES = ("F821", "F822", "F823", "F63", "F7", "E9")
+SELECT = "F401,F811,F821,F822,F823,F63,F7,E9"
+
+
+def _ruff() -> str | None:
+    beside = os.path.join(os.path.dirname(sys.executable), "ruff")
+    return beside if os.path.exists(beside) else shutil.which("ruff")
+
+
+def _run(project: Project) -> Iterator[Finding]:
+    import subprocess
+
+    files = [f for f in project.files if python_applies(f)]
+    if not files:
+        return
+    ruff = _ruff()
+    if ruff is None:
+        yield Finding(
+            RUFF_MISSING_RULE.code,
+            RUFF_MISSING_RULE.default_severity,
+            "ruff is not installed: undefined-name and import checks (RC210) were skipped; "
+            "pip install 'rentcheck[lint-python]'",
+            path=files[0].path,
+        )
+        return
+    by_abspath = {os.path.realpath(f.abspath): f for f in files}
+    proc = subprocess.run(
+        [
+            ruff,
+            "check",
+            "--isolated",
+            "--no-cache",
+            "--output-format",
+            "json",
+            "--exit-zero",
+            "--select",
+            SELECT,
+            *sorted(by_abspath),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    try:
+        diagnostics = json.loads(proc.stdout or "[]")
+    except json.JSONDecodeError:
+        yield Finding(
+            RUFF_MISSING_RULE.code,
+            RUFF_MISSING_RULE.default_severity,
+            f"ruff did not return JSON (exit {proc.returncode}): {proc.stderr.strip()[:200]}",
+            path=files[0].path,
+        )
+        return
+    for item in diagnostics:
+        source = by_abspath.get(os.path.realpath(item.get("filename", "")))
+        if source is None:
+            continue
+        code = item.get("code") or "syntax-error"
+        location = item.get("location") or {}
+        end = item.get("end_location") or {}
+        severe = code == "syntax-error" or code.startswith(ERROR_CODES)
+        yield Finding(
+            code=RUFF_RULE.code,
+            severity=Severity.ERROR if severe else Severity.WARNING,
+            message=f"{code} {item.get('message', '')}",
+            path=source.path,
+            line=location.get("row"),
+            col=location.get("column"),
+            end_line=end.get("row"),
+            end_col=end.get("column"),
+            details={"ruff_code": code, "ruff_url": item.get("url")},
+        )
+
+
+RUFF = ProjectCheck(RUFF_RULE, python_applies, _run)

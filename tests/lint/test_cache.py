@@ -1,0 +1,51 @@
+"""The findings cache: same answers warm as cold, keyed by content and rule selection."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rentcheck.config import Config
+from rentcheck.lint.engine import Linter
+from rentcheck.registry import load_rule_set
+
+BAD = b"#!/usr/bin/env bash\nnohup python train.py > log 2>&1 &\n"
+
+
+def _run(root: Path, **config: object) -> list[tuple[str, int | None]]:
+    (root / "run.sh").chmod(0o755)
+    linter = Linter(Config(root=str(root), **config), load_rule_set(with_plugins=False))  # type: ignore[arg-type]
+    return [(f.code, f.line) for f in linter.run([str(root / "run.sh")]).findings]
+
+
+def test_warm_run_equals_cold_run_and_is_stored(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_bytes(BAD)
+    cold = _run(tmp_path)
+    assert ("RC110", 2) in cold and ("RC109", 2) in cold
+    store = tmp_path / ".rentcheck" / "cache" / "lint.json"
+    assert store.exists()
+    assert (tmp_path / ".rentcheck" / ".gitignore").read_text().strip().endswith("*")
+    assert _run(tmp_path) == cold
+
+
+def test_cache_follows_content_and_selection(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_bytes(BAD)
+    _run(tmp_path)
+    script.write_bytes(BAD.replace(b"python", b"python -u").replace(b"&\n", b"< /dev/null &\n"))
+    assert _run(tmp_path) == []
+    script.write_bytes(BAD)
+    assert _run(tmp_path, select=("RC110",)) == [("RC110", 2)]
+
+
+def test_damaged_or_foreign_cache_is_ignored(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_bytes(BAD)
+    store = tmp_path / ".rentcheck" / "cache" / "lint.json"
+    store.parent.mkdir(parents=True)
+    store.write_text("{not json")
+    assert ("RC110", 2) in _run(tmp_path)
+    doc = json.loads(store.read_text())
+    # A planted entry under another salt must not be believed.
+    doc["salt"] = "0" * 16
+    store.write_text(json.dumps(doc))
+    assert ("RC110", 2) in _run(tmp_path)

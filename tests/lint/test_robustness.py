@@ -1,0 +1,93 @@
+"""Every real-world script gets a verdict: no crash, no exit 2, notes for what did not parse."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from rentcheck.config import Config
+from rentcheck.lint.engine import Linter
+from rentcheck.registry import load_rule_set
+from tests.conftest import run_subprocess
+
+pytest.importorskip("tree_sitter_bash")
+
+HOSTILE: dict[str, bytes] = {
+    "junk.sh": b"#!/bin/sh\n" + bytes(range(256)) * 40,
+    "long_line.sh": b"#!/bin/bash\necho " + b"a" * 2_000_000 + b"\n",
+    "deep.sh": b"#!/bin/bash\necho " + b"$(" * 400 + b"x" + b")" * 400 + b"\n",
+    "unterminated.sh": b"#!/bin/bash\necho 'never closed\nssh box 'pkill -f x; nohup y &\n",
+    "heredoc.sh": b"#!/bin/bash\ncat <<-EOF\n\t$(rm -rf /)\n\tEOF\nfor i do echo $i; done\n",
+    "python_behind_sh": b"#!/bin/sh\nimport os\nprint(os.getcwd())\n",
+    "crlf_everything.sh": (
+        b"#!/bin/bash\r\nX=1\r\ntmux new -d 'echo $X'\r\nwhile true; do sleep 1; done\r\n"
+    ),
+    "nul.sh": b"#!/bin/bash\necho a\0b\n",
+    "broken.py": b"def f(:\n    torch.save(x, 'a.pt')\n",
+    "latin1.py": "x = 'caf\u00e9'\n".encode("latin-1"),
+    "empty.sh": b"",
+    "only_shebang": b"#!/bin/bash",
+}
+
+
+def test_hostile_inputs_never_crash(tmp_path: Path) -> None:
+    for name, data in HOSTILE.items():
+        (tmp_path / name).write_bytes(data)
+        (tmp_path / name).chmod(0o755)
+    linter = Linter(Config(root=str(tmp_path), preview=True), load_rule_set(with_plugins=False))
+    result = linter.run([str(tmp_path)], cache=False)
+    checked = set(result.checked)
+    assert {"deep.sh", "unterminated.sh", "python_behind_sh", "broken.py"} <= checked
+    codes = {(f.path, f.code) for f in result.findings}
+    assert ("python_behind_sh", "RC119") in codes
+    assert ("crlf_everything.sh", "RC101") in codes
+
+
+def _system_shell_scripts(limit: int) -> list[str]:
+    found: list[str] = []
+    for top in ("/usr/bin", "/usr/sbin", "/usr/lib", "/usr/share", "/etc"):
+        for current, dirs, files in os.walk(top):
+            dirs.sort()
+            for name in sorted(files):
+                path = os.path.join(current, name)
+                try:
+                    if os.path.islink(path) or not os.path.isfile(path):
+                        continue
+                    with open(path, "rb") as handle:
+                        head = handle.read(64)
+                except OSError:
+                    continue
+                if head.startswith(b"#!") and any(
+                    s in head.split(b"\n")[0] for s in (b"sh", b"bash")
+                ):
+                    found.append(path)
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def test_real_system_scripts_get_a_verdict(tmp_path: Path) -> None:
+    scripts = _system_shell_scripts(250)
+    if len(scripts) < 20:
+        pytest.skip("this machine has too few system shell scripts to be a real-world sample")
+    proc = run_subprocess(
+        "check",
+        "--isolated",
+        "--preview",
+        "--no-cache",
+        "--exit-zero",
+        "--output-format",
+        "json",
+        *scripts,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["summary"]["files_checked"] >= len(scripts) // 2
+    # Partial parses are notes, never errors.
+    partial = [r for r in doc["results"] if r["code"] == "RC119"]
+    assert all(r["severity"] == "note" for r in partial)
