@@ -34,8 +34,9 @@ def test_one_item_per_checked_file_with_linter_output(tree: pytest.Pytester, mod
     result = tree.runpytest_subprocess(
         "--rentcheck", "-p", "no:cacheprovider", "-rf", *XDIST_MODES[mode]
     )
-    # bad.sh, also_bad fail; good.sh, the status item and the ordinary test pass.
-    result.assert_outcomes(passed=3, failed=2)
+    # bad.sh, also_bad fail; good.sh, test_real.py (Python rules), the status item and the
+    # ordinary test pass.
+    result.assert_outcomes(passed=4, failed=2)
     out = result.stdout.str()
     result.stdout.fnmatch_lines(["*bad.sh:1:12 RC101 CRLF line endings*"])
     result.stdout.fnmatch_lines(["*also_bad:1:1 RC103 has a shebang but is not executable*"])
@@ -68,8 +69,8 @@ def test_status_item_runs_repository_checks(pytester: pytest.Pytester) -> None:
 def test_config_excludes_and_ignores_apply(tree: pytest.Pytester) -> None:
     tree.path.joinpath("rentcheck.yaml").write_text("ignore: [RC103]\nextend-exclude: [bad.sh]\n")
     result = tree.runpytest_subprocess("--rentcheck", "-p", "no:cacheprovider", "-v")
-    # also_bad and good.sh are still checked (clean now), bad.sh is not collected at all.
-    result.assert_outcomes(passed=4)
+    # also_bad, good.sh and test_real.py are checked (clean now), bad.sh is not collected.
+    result.assert_outcomes(passed=5)
     assert "bad.sh::" not in result.stdout.str().replace("good.sh::", "")
 
 
@@ -80,4 +81,4 @@ def test_markers_are_registered(pytester: pytest.Pytester) -> None:
 
 def test_items_carry_the_rentcheck_marker(tree: pytest.Pytester) -> None:
     result = tree.runpytest_subprocess("--rentcheck", "-m", "rentcheck", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2, failed=2, deselected=1)
+    result.assert_outcomes(passed=3, failed=2, deselected=1)
