@@ -41,7 +41,13 @@ def _common() -> argparse.ArgumentParser:
 
 # One module per command area under rentcheck.commands, each with
 # ``add_parsers(sub, common)`` that registers its subcommands and sets ``handler``.
-COMMAND_MODULES: tuple[str, ...] = ("check", "rules", "config_cmd")
+COMMAND_MODULES: tuple[str, ...] = (
+    "check",
+    "rules",
+    "config_cmd",
+    "profiles",
+    "stale",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,139 @@
+"""Profiles in plain words: the meter-stop warning, the survival matrix, the listing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rentcheck.profiles.model import Profile, Tier
+
+__all__ = ["meter_stop_warning", "render_profile", "survival_rows"]
+
+
+def _yes_no(value: bool | None, yes: str = "yes", no: str = "no") -> str:
+    return "unknown" if value is None else (yes if value else no)
+
+
+def _tier_words(tiers: Sequence[Tier]) -> str:
+    return "; ".join(f"{t.name} ({', '.join(t.paths) or 'no path'})" for t in tiers)
+
+
+def meter_stop_warning(profile: Profile) -> str:
+    """What stopping the meter does on this platform, said so a tired person gets it."""
+    meter = profile.meter_stop
+    verb = meter.verb
+    if verb == "none":
+        opening = f"On {profile.platform} there is no meter to stop ({meter.action})."
+    elif verb == "automatic":
+        opening = f"On {profile.platform} the meter stops by itself: {meter.action}."
+    elif verb == "manual":
+        opening = f"On {profile.platform} the meter stops only when you act: {meter.action}."
+    else:
+        opening = f"The action that stops the meter on {profile.platform} is: {meter.action}."
+    parts = [opening]
+    if meter.irreversible is True:
+        parts.append("It cannot be undone.")
+    elif meter.irreversible is False:
+        parts.append("It can be undone (the instance can be started again).")
+    destroyed = profile.destroyed_tiers
+    kept = tuple(t for t in profile.tiers if t.name in meter.keeps)
+    unknown = tuple(t for t in profile.tiers if t.survives_meter_stop is None)
+    if destroyed:
+        parts.append(f"It DELETES everything on: {_tier_words(destroyed)}.")
+    else:
+        parts.append("It deletes no storage tier.")
+    if kept:
+        parts.append(f"It keeps: {_tier_words(kept)}.")
+    if unknown:
+        parts.append(f"Unknown fate (treat as deleted): {_tier_words(unknown)}.")
+    durable = profile.durable_tier
+    if durable is not None:
+        parts.append(
+            f"Checkpoints and results must be on {durable.name} "
+            f"({', '.join(durable.paths) or 'see the profile'}) or pulled and verified before it."
+        )
+    else:
+        parts.append("No tier outlives it: pull every result and verify the pull before you do it.")
+    clocks = [c for c in profile.danger_clocks if c.after is not None]
+    if clocks:
+        parts.append(
+            "Clocks that act on their own: "
+            + "; ".join(f"after {c.after}, {c.what}" for c in clocks)
+            + "."
+        )
+    return " ".join(parts)
+
+
+def survival_rows(profile: Profile) -> list[list[str]]:
+    header = [
+        "tier",
+        "paths",
+        "after stop",
+        f"after {profile.meter_stop.verb or 'meter stop'}",
+        "shared",
+        "region-locked",
+        "billed stopped",
+        "inode cap",
+    ]
+    rows = [header]
+    for tier in profile.tiers:
+        role = (
+            " [durable]"
+            if tier.name == profile.durable_tier_name
+            else (" [scratch]" if tier.name == profile.scratch_tier_name else "")
+        )
+        rows.append(
+            [
+                tier.name + role,
+                ", ".join(tier.paths) or "-",
+                _yes_no(tier.survives_stop, "kept", "LOST"),
+                _yes_no(tier.survives_meter_stop, "kept", "DELETED"),
+                _yes_no(tier.shared),
+                _yes_no(tier.region_locked),
+                _yes_no(tier.billed_while_stopped),
+                "-" if tier.inode_cap is None else f"{tier.inode_cap:,}",
+            ]
+        )
+    return rows
+
+
+def table(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def render_profile(profile: Profile, origin: str) -> str:
+    spot = profile.spot
+    if spot.available is False:
+        spot_text = "no spot / interruptible tier"
+    else:
+        grace = (
+            "unknown"
+            if spot.grace_seconds is None
+            else ("no warning at all" if spot.grace_seconds == 0 else f"{spot.grace_seconds} s")
+        )
+        avail = "available" if spot.available else "availability unknown"
+        spot_text = f"{avail}; warning before the kill: {grace}"
+    lines = [
+        f"{profile.platform} ({profile.kind})  from {origin}",
+        "",
+        "Meter stop: " + meter_stop_warning(profile),
+        "",
+        "Survival matrix",
+        table(survival_rows(profile)),
+        "",
+        f"Spot:     {spot_text}",
+        f"Detach:   {', '.join(profile.detach) or 'none'}",
+        "Mirrors:  "
+        + _yes_no(profile.china_mirror_needed, "needed (behind the GFW)", "not needed"),
+    ]
+    if profile.danger_clocks:
+        lines += ["", "Danger clocks"]
+        lines += [f"  - after {c.after or '(not fixed)'}: {c.what}" for c in profile.danger_clocks]
+    lines += ["", "Sources"]
+    lines += [f"  - {s.url} (verified {s.verified})" for s in profile.sources] or ["  (none)"]
+    return "\n".join(lines) + "\n"
