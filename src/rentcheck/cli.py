@@ -47,6 +47,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "config_cmd",
     "profiles",
     "stale",
+    "box",
 )
 
 

@@ -34,7 +34,7 @@ _STATUS_NAME = "rentcheck-status"
 # Each gate (audit, verify, smoke, ...) brings its own pytest plugin module: options, fixtures
 # and gate items, registered here so one entry point serves them all. Such a module must be
 # as cheap to import as this one (heavy imports inside functions only).
-GATE_PLUGINS: tuple[str, ...] = ()
+GATE_PLUGINS: tuple[str, ...] = ("rentcheck.box.pytest_gate",)
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:

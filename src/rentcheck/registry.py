@@ -32,6 +32,7 @@ from rentcheck.lint.shell import (
 from rentcheck.lint.check import FileCheck, ProjectCheck
 from rentcheck.meta_rules import UNKNOWN_CODE_RULE, UNUSED_SUPPRESSION_RULE
 from rentcheck.model import Rule
+from rentcheck.box.rules import BOX_RULES
 from rentcheck.profiles import rules as profile_rules
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ ENGINE_RULES: tuple[Rule, ...] = (
 # Rules of the other gates (audit, pull, smoke, profiles, ...): their commands produce the
 # findings; listing them here makes `rentcheck rule CODE`, config validation and SARIF know
 # them. Add one tuple per gate module.
-GATE_RULES: tuple[Rule, ...] = (*profile_rules.RULES,)
+GATE_RULES: tuple[Rule, ...] = (*profile_rules.RULES, *BOX_RULES)
 
 
 def builtin_checks() -> tuple[Check, ...]:

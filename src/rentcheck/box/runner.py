@@ -1,0 +1,70 @@
+"""One audit of one box, as the CLI and the pytest gate both run it: connect, probe, judge."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rentcheck.box.audit import evaluate
+from rentcheck.box.durable import ProfileView, profile_view
+from rentcheck.box.facts import gather_facts, probe_request
+from rentcheck.box.settings import AuditSettings
+from rentcheck.box.transport import Box, BoxStats, open_box
+from rentcheck.config import Config, selected_rules
+from rentcheck.errors import UsageError
+from rentcheck.model import Finding, Rule
+
+__all__ = ["AuditResult", "load_profile", "run_audit"]
+
+
+@dataclass
+class AuditResult:
+    host: str
+    facts: dict[str, Any]
+    findings: list[Finding]
+    stats: BoxStats
+    profile: ProfileView | None
+
+    def transport(self) -> dict[str, Any]:
+        """The wire cost of the audit, for the JSON report and the latency benchmark."""
+        return {
+            "connections": self.stats.connections,
+            "exec_requests": self.stats.exec_requests,
+            "round_trip_s": self.facts.get("probe", {}).get("round_trip_s"),
+        }
+
+
+def load_profile(name: str, config: Config) -> ProfileView:
+    """The platform profile ``name``, when this rentcheck has platform profiles at all."""
+    try:
+        from rentcheck import profiles  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        raise UsageError(
+            f"--profile {name}: this rentcheck has no platform profiles yet",
+            hint="name the durable mounts in [tool.rentcheck.audit] durable_mounts instead",
+        ) from None
+    loader = getattr(profiles, "load_profile", None)
+    if loader is None:
+        raise UsageError(f"--profile {name}: rentcheck.profiles has no load_profile()")
+    return profile_view(loader(name, config), name)
+
+
+def run_audit(
+    host: str,
+    config: Config,
+    settings: AuditSettings,
+    rules: Mapping[str, Rule],
+    *,
+    box: Box | None = None,
+) -> AuditResult:
+    """Probe ``host`` once and return the selected findings (raises RemoteError if unreachable)."""
+    profile = load_profile(settings.profile, config) if settings.profile else None
+    if box is None:
+        box = open_box(
+            host, ssh_config=settings.ssh_config, connect_timeout=settings.connect_timeout
+        )
+    facts = gather_facts(box, probe_request(settings, host), settings.timeout)
+    chosen = selected_rules(config, rules)
+    findings = [f for f in evaluate(facts, settings, host, profile) if f.code in chosen]
+    return AuditResult(host, facts, findings, box.stats, profile)
