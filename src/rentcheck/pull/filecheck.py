@@ -1,0 +1,190 @@
+"""The per-file pass: open safely, read once, hash, validate, compare with the manifest."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rentcheck.model import Finding, Severity
+from rentcheck.pull.deep import DEEP_KINDS, deep_check
+from rentcheck.pull.formats.base import Issue
+from rentcheck.pull.formats.dispatch import choose_validator
+from rentcheck.pull.formats.text import TextValidator
+from rentcheck.pull.manifest import ManifestEntry
+from rentcheck.pull.rules import (
+    DEEP_LOAD_FAILED,
+    DIGEST_MISMATCH,
+    FILE_UNREADABLE,
+    RULES_BY_CODE,
+    SIZE_MISMATCH,
+)
+from rentcheck.pull.walk import LocalFile
+
+__all__ = [
+    "CHUNK_SIZE",
+    "CheckOptions",
+    "FileVerdict",
+    "Outcome",
+    "check_one",
+    "to_finding",
+    "verify_file",
+]
+
+CHUNK_SIZE = 8 * 1024 * 1024
+_O_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+)
+
+
+@dataclass(frozen=True)
+class FileVerdict:
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str | None  # None when the file could not be read to the end
+    kind: str  # safetensors | torch-zip | torch-legacy | pickle | json | jsonl | yaml | data | ...
+    tensors: int
+    errors: int  # error-level findings for this file
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    deep: bool
+    allowed: tuple[str, ...]
+    chunk: int
+
+
+@dataclass
+class Outcome:
+    verdict: FileVerdict
+    issues: list[Issue]
+    tensor_names: frozenset[str] = frozenset()
+    index: object = None
+    read: int = 0
+
+
+def to_finding(issue: Issue, path: str | None) -> Finding:
+    rule = RULES_BY_CODE[issue.code]
+    return Finding(
+        issue.code, rule.default_severity, issue.message, path=path, details=dict(issue.details)
+    )
+
+
+def read_pass(lf: LocalFile, opts: CheckOptions) -> Outcome:
+    """Open (safely), read once, hash and validate."""
+    try:
+        fd = os.open(lf.path, _O_FLAGS)
+    except OSError as exc:
+        return _unreadable(lf, f"cannot open: {exc.strerror}")
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (lf.dev, lf.ino):
+            return _unreadable(lf, "replaced by something else after it was listed; not read")
+        sha = hashlib.sha256()
+        buf = bytearray(opts.chunk)
+        view = memoryview(buf)
+        total, choice = 0, None
+        try:
+            while True:
+                n = f.readinto(buf)
+                if not n:
+                    break
+                if choice is None:
+                    head = bytes(view[: min(n, 512)])
+                    choice = choose_validator(
+                        lf.rel,
+                        st.st_size,
+                        head,
+                        lambda off, k: os.pread(fd, k, off),
+                        extra_allowed=opts.allowed,
+                    )
+                piece = view[:n]
+                sha.update(piece)
+                if choice.validator is not None:
+                    choice.validator.feed(piece)
+                total += n
+            after = os.fstat(fd)
+        except OSError as exc:
+            return _unreadable(lf, f"read failed after {total} bytes: {exc.strerror}")
+    if choice is None:
+        choice = choose_validator(lf.rel, 0, b"", lambda off, k: b"", extra_allowed=opts.allowed)
+    issues = choice.validator.finish() if choice.validator is not None else []
+    if (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns) or total != st.st_size:
+        issues.append(Issue(FILE_UNREADABLE, "changed while it was being verified"))
+    tensors = choice.validator.tensors if choice.validator is not None else ()
+    verdict = FileVerdict(
+        lf.rel, total, st.st_mtime_ns, sha.hexdigest(), choice.kind, len(tensors), 0
+    )
+    out = Outcome(verdict, issues, read=total)
+    if choice.kind == "safetensors":
+        out.tensor_names = frozenset(t.name for t in tensors)
+    if isinstance(choice.validator, TextValidator):
+        out.index = choice.validator.value
+    return out
+
+
+def _unreadable(lf: LocalFile, why: str) -> Outcome:
+    verdict = FileVerdict(lf.rel, lf.size, lf.mtime_ns, None, "unread", 0, 0)
+    return Outcome(verdict, [Issue(FILE_UNREADABLE, why)])
+
+
+def check_one(lf: LocalFile, expected: ManifestEntry | None, opts: CheckOptions) -> Outcome:
+    out = read_pass(lf, opts)
+    v = out.verdict
+    if expected is not None and v.sha256 is not None:
+        if v.size != expected.size:
+            out.issues.append(
+                Issue(
+                    SIZE_MISMATCH,
+                    f"{v.size} bytes, the manifest says {expected.size}",
+                    {"expected": expected.size},
+                )
+            )
+        elif v.sha256 != expected.sha256:
+            out.issues.append(
+                Issue(
+                    DIGEST_MISMATCH,
+                    f"sha256 {v.sha256} != {expected.sha256} in the manifest",
+                    {"expected": expected.sha256},
+                )
+            )
+    errors = sum(RULES_BY_CODE[i.code].default_severity >= Severity.ERROR for i in out.issues)
+    if opts.deep and v.kind in DEEP_KINDS and not errors:
+        why = deep_check(lf.path, v.kind)
+        if why is not None:
+            out.issues.append(Issue(DEEP_LOAD_FAILED, why))
+            errors += 1
+    out.verdict = FileVerdict(v.path, v.size, v.mtime_ns, v.sha256, v.kind, v.tensors, errors)
+    return out
+
+
+def verify_file(
+    path: str | os.PathLike[str],
+    *,
+    rel: str | None = None,
+    expected: ManifestEntry | None = None,
+    deep: bool = False,
+    extra_allowed_globals: Iterable[str] = (),
+    chunk_size: int = CHUNK_SIZE,
+) -> tuple[FileVerdict, list[Finding]]:
+    """Check one file (no roster): digest, structure, safety, NaN/Inf; findings use ``rel``.
+
+    For the pytest plugin and ad-hoc checks of a single checkpoint. A symlink is resolved first.
+    """
+    real = os.path.realpath(os.fspath(path))
+    name = rel if rel is not None else os.path.basename(real)
+    try:
+        st = os.stat(real)
+    except OSError as exc:
+        issue = Issue(FILE_UNREADABLE, f"cannot stat: {exc.strerror}")
+        return FileVerdict(name, 0, 0, None, "unread", 0, 1), [to_finding(issue, name)]
+    lf = LocalFile(name, real, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
+    opts = CheckOptions(deep, tuple(extra_allowed_globals), max(64 * 1024, chunk_size))
+    out = check_one(lf, expected, opts)
+    return out.verdict, [to_finding(issue, name) for issue in out.issues]

@@ -1,0 +1,412 @@
+"""The symbolic pickle machine behind ``pickle_safety``: values, stack, memo and opcodes.
+
+Values are plain strings and ints, ``Global`` (a resolved ``module.name``), ``Pers`` (a torch
+storage persistent id), ``Tuple`` and ``Obj`` (an opaque container or call result). Containers
+keep only the (path, storage key) pairs found inside them, so memory grows with the number of
+tensors, not with the pickle; every structure is bounded by the caps below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from rentcheck.pull.formats.pickle_allowlist import (
+    REBUILD_FUNCTIONS,
+    STORAGE_DTYPES,
+    TORCH_DTYPES,
+    normalize_global,
+)
+
+__all__ = ["LEAF", "OPS", "Global", "Machine", "Malformed", "Obj", "StorageRef", "kind"]
+
+MAX_STACK = 100_000  # real pickles stay below a few thousand (batches of 1000)
+MAX_REFS = 200_000
+MAX_SPARSE_MEMO = 100_000
+
+
+@dataclass(frozen=True)
+class StorageRef:
+    """One torch storage named by a persistent id ``('storage', type, key, location, numel)``."""
+
+    key: str
+    storage_type: str
+    numel: int
+    location: str
+    itemsize: int
+    scan_dtype: str | None  # finite-scan dtype (F32, BF16, ...) or None for non-float data
+    tensor: str  # name of the first tensor that uses it ("" if unknown)
+
+
+class Malformed(Exception):
+    """The pickle is not well-formed; the message says where and why."""
+
+
+class Global:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class Pers:
+    __slots__ = ("key",)
+
+    def __init__(self, key: str | None) -> None:
+        self.key = key
+
+
+#: The shared "no refs" list: most containers hold no tensor, and an empty list per container
+#: would be most of the memory a hostile pickle can make us spend. Never mutate it.
+NO_REFS: list[tuple[str, str]] = []
+
+
+class Obj:
+    """A container or call result; ``refs`` are (path, storage key) pairs found inside it."""
+
+    __slots__ = ("call", "refs")
+
+    def __init__(self, call: str | None = None) -> None:
+        self.call = call  # qualified name of the callable that produced it
+        self.refs: list[tuple[str, str]] = NO_REFS  # replaced, never mutated, when shared
+
+
+class Tuple:
+    """A tuple holding storage references: its items and their refs (a tuple without any is a
+    plain Python tuple)."""
+
+    __slots__ = ("items", "refs")
+
+    def __init__(self, items: tuple[object, ...], refs: list[tuple[str, str]]) -> None:
+        self.items = items
+        self.refs = refs
+
+
+LEAF = object()
+EMPTY = Obj()  # every empty list/dict/set until something with a tensor is added to it
+
+
+class Machine:
+    def __init__(self, allowed: frozenset[str]) -> None:
+        self.allowed = allowed
+        self.stack: list[object] = []
+        self.marks: list[int] = []
+        self.memo: list[object] = []
+        self.sparse: dict[int, object] = {}
+        self.globals: dict[str, None] = {}
+        self.unsafe: dict[str, None] = {}
+        self.storages: dict[str, StorageRef] = {}
+        self.dtypes: dict[str, tuple[int, str | None]] = {}
+        self.bad_views: list[str] = []
+        self.nrefs = 0
+        self.protocol: int | None = None
+
+    # -- helpers -------------------------------------------------------------------------
+    def pop(self) -> object:
+        if len(self.stack) <= (self.marks[-1] if self.marks else 0):
+            raise Malformed("stack underflow")
+        return self.stack.pop()
+
+    def pop_mark(self) -> list[object]:
+        if not self.marks:
+            raise Malformed("MARK expected")
+        at = self.marks.pop()
+        items = self.stack[at:]
+        del self.stack[at:]
+        return items
+
+    def top(self) -> object:
+        if len(self.stack) <= (self.marks[-1] if self.marks else 0):
+            raise Malformed("stack underflow")
+        return self.stack[-1]
+
+    def push(self, value: object) -> None:
+        if len(self.stack) >= MAX_STACK:
+            raise Malformed(f"stack deeper than {MAX_STACK}")
+        self.stack.append(value)
+
+    def refs_of(self, value: object) -> list[tuple[str, str]]:
+        if isinstance(value, (Obj, Tuple)):
+            return value.refs
+        if isinstance(value, Pers) and value.key is not None:
+            return [("", value.key)]
+        return []
+
+    def tuple_(self, items: list[object]) -> Tuple | tuple[object, ...]:
+        """A plain tuple when nothing inside refers to a storage (the common, cheap case)."""
+        refs: list[tuple[str, str]] = []
+        if self.nrefs < MAX_REFS:
+            for i, item in enumerate(items):
+                refs += [(_join(str(i), p), k) for p, k in self.refs_of(item)]
+            self.nrefs += len(refs)
+        return Tuple(tuple(items), refs) if refs else tuple(items)
+
+    def attach(self, target: object, key: object, value: object) -> Obj:
+        """Add ``value`` under ``key`` to ``target``; returns the target (a fresh one in place of
+        the shared ``EMPTY`` container on top of the stack, once it receives a tensor)."""
+        if not isinstance(target, Obj):
+            raise Malformed(f"cannot add items to {kind(target)}")
+        refs = self.refs_of(value)
+        if refs and self.nrefs < MAX_REFS:
+            if target is EMPTY:
+                target = Obj()
+                if self.stack and self.stack[-1] is EMPTY:
+                    self.stack[-1] = target
+            if target.refs is NO_REFS:
+                target.refs = []
+            label = key if isinstance(key, str) else str(key) if isinstance(key, int) else "?"
+            target.refs += [(_join(label, p), k) for p, k in refs]
+            self.nrefs += len(refs)
+        return target
+
+    def flag(self, message: str) -> None:
+        self.unsafe.setdefault(message, None)
+
+    # -- opcodes with structure ----------------------------------------------------------
+    def global_(self, module: object, name: object) -> None:
+        if not isinstance(module, str) or not isinstance(name, str):
+            self.flag("STACK_GLOBAL with a computed module or name")
+            self.push(Global("?"))
+            return
+        qual = normalize_global(module, name)
+        self.globals.setdefault(qual, None)
+        if qual not in self.allowed:
+            self.flag(f"global '{qual}' is not on the state-dict allow-list")
+        self.push(Global(qual))
+
+    def call(self, func: object, args: object, opname: str) -> None:
+        if not isinstance(func, Global):
+            self.flag(f"{opname} on a computed callable ({kind(func)}), not a named global")
+            self.push(Obj())
+            return
+        items = items_of(args)
+        if items is None:
+            raise Malformed(f"{opname} arguments are {kind(args)}, not a tuple")
+        result = Obj(func.name)
+        if isinstance(args, Tuple) and self.nrefs < MAX_REFS:  # a call is transparent for naming
+            result.refs = [("", k) for _, k in args.refs]
+            self.nrefs += len(result.refs)
+        if func.name in REBUILD_FUNCTIONS:
+            self.rebuild(func.name, items, result)
+        self.push(result)
+
+    def rebuild(self, func: str, args: tuple[object, ...], result: Obj) -> None:
+        pers = args[0] if args else None
+        if not isinstance(pers, Pers) or pers.key is None:
+            return
+        result.refs = [("", pers.key)]
+        if func.endswith("_v3") and len(args) > 6 and isinstance(args[6], Global):
+            dtype = TORCH_DTYPES.get(args[6].name.removeprefix("torch."))
+            if dtype is not None:
+                self.dtypes.setdefault(pers.key, dtype)
+        if func.endswith(("_v2", "_v3")) and len(args) >= 4:
+            self.check_view(pers.key, args[1], args[2], args[3])
+
+    def check_view(self, key: str, offset: object, size: object, stride: object) -> None:
+        """Flag a tensor whose (offset, size, stride) reaches past its storage's elements."""
+        ref = self.storages.get(key)
+        dims, steps = items_of(size), items_of(stride)
+        if ref is None or dims is None or steps is None:
+            return
+        values = (offset, *dims, *steps)
+        if len(dims) != len(steps) or not all(type(v) is int for v in values):
+            return
+        ints = [int(v) for v in values]  # type: ignore[call-overload]
+        off, dims_i, steps_i = ints[0], ints[1 : 1 + len(dims)], ints[1 + len(dims) :]
+        if any(d == 0 for d in dims_i):
+            return
+        elements = ref.numel
+        if ref.storage_type.endswith("UntypedStorage"):
+            elements //= max(self.dtypes.get(key, (1, None))[0], 1)
+        last = off + sum((d - 1) * st for d, st in zip(dims_i, steps_i, strict=True))
+        if off < 0 or any(v < 0 for v in (*dims_i, *steps_i)) or last >= elements:
+            self.bad_views.append(key)
+
+    def persid(self, pid: object) -> None:
+        items = items_of(pid) or ()
+        if len(items) < 5 or items[0] != "storage":
+            self.flag("persistent id that is not a torch storage reference")
+            self.push(Pers(None))
+            return
+        _, stype, key, location, numel = items[:5]
+        if not isinstance(stype, Global) or not isinstance(key, str):
+            raise Malformed("storage persistent id without a storage type global and key")
+        if not isinstance(numel, int) or numel < 0:
+            raise Malformed(f"storage {key!r} has element count {numel!r}")
+        elem = STORAGE_DTYPES.get(stype.name)
+        if elem is None:
+            self.flag(f"persistent id names '{stype.name}', which is not a storage type")
+        itemsize, scan = TORCH_DTYPES.get(elem or "uint8", (1, None))
+        if key not in self.storages:
+            loc = location if isinstance(location, str) else "?"
+            self.storages[key] = StorageRef(key, stype.name, numel, loc, itemsize, scan, "")
+        self.push(Pers(key))
+
+
+def _join(head: str, tail: str) -> str:
+    return f"{head}.{tail}" if tail else head
+
+
+def kind(value: object) -> str:
+    if isinstance(value, Global):
+        return f"global '{value.name}'"
+    names = {str: "a string", int: "an int", Tuple: "a tuple", tuple: "a tuple"}
+    return names.get(type(value), "a value")
+
+
+def items_of(value: object) -> tuple[object, ...] | None:
+    """The items of a symbolic tuple (plain or with refs), or None for anything else."""
+    if isinstance(value, Tuple):
+        return value.items
+    return value if isinstance(value, tuple) else None
+
+
+# -- opcode handlers: one small function per family, looked up in OPS ------------------------
+def _push_arg(m: Machine, name: str, arg: object) -> None:
+    m.push(arg)
+
+
+def _push_leaf(m: Machine, name: str, arg: object) -> None:
+    m.push(LEAF)
+
+
+def _put(m: Machine, name: str, arg: object) -> None:
+    index = len(m.memo) if name == "MEMOIZE" else arg
+    if not isinstance(index, int):
+        raise Malformed(f"{name} with index {index!r}")
+    value = m.top()
+    if index == len(m.memo):
+        m.memo.append(value)
+    elif 0 <= index < len(m.memo):
+        m.memo[index] = value
+    elif len(m.sparse) < MAX_SPARSE_MEMO:
+        m.sparse[index] = value
+    else:
+        raise Malformed("too many out-of-order memo indices")
+
+
+def _get(m: Machine, name: str, arg: object) -> None:
+    if not isinstance(arg, int):
+        raise Malformed(f"{name} with index {arg!r}")
+    if 0 <= arg < len(m.memo):
+        m.push(m.memo[arg])
+    elif arg in m.sparse:
+        m.push(m.sparse[arg])
+    else:
+        raise Malformed(f"memo {arg} read before it was written")
+
+
+def _mark(m: Machine, name: str, arg: object) -> None:
+    m.marks.append(len(m.stack))
+
+
+def _empty(m: Machine, name: str, arg: object) -> None:
+    m.push(() if name == "EMPTY_TUPLE" else EMPTY)
+
+
+def _tuple(m: Machine, name: str, arg: object) -> None:
+    if name == "TUPLE":
+        m.push(m.tuple_(m.pop_mark()))
+    else:
+        m.push(m.tuple_([m.pop() for _ in range(int(name[-1]))][::-1]))
+
+
+def _pairs(items: list[object], name: str) -> Iterator[tuple[object, object]]:
+    if len(items) % 2:
+        raise Malformed(f"{name} with an odd number of items")
+    it = iter(items)
+    return zip(it, it, strict=True)
+
+
+def _build_container(m: Machine, name: str, arg: object) -> None:
+    obj = Obj()
+    items = m.pop_mark()
+    pairs = _pairs(items, name) if name == "DICT" else enumerate(items)
+    for key, value in pairs:
+        obj = m.attach(obj, key, value)
+    m.push(obj if obj.refs else EMPTY)
+
+
+def _add(m: Machine, name: str, arg: object) -> None:
+    if name in ("APPEND", "SETITEM"):
+        value = m.pop()
+        key = m.pop() if name == "SETITEM" else "?"
+        m.attach(m.top(), key, value)
+        return
+    items = m.pop_mark()
+    target = m.top()
+    if not items and not isinstance(target, Obj):
+        raise Malformed(f"{name} on {kind(target)}")
+    pairs = _pairs(items, name) if name == "SETITEMS" else (("?", item) for item in items)
+    for key, value in pairs:
+        target = m.attach(target, key, value)
+
+
+def _global(m: Machine, name: str, arg: object) -> None:
+    if name == "GLOBAL":
+        module, _, attr = str(arg).partition(" ")
+        m.global_(module, attr)
+    else:
+        attr_v, module_v = m.pop(), m.pop()
+        m.global_(module_v, attr_v)
+
+
+def _call(m: Machine, name: str, arg: object) -> None:
+    if name == "NEWOBJ_EX":
+        m.pop()
+    args, func = m.pop(), m.pop()
+    m.call(func, args, name)
+
+
+def _build(m: Machine, name: str, arg: object) -> None:
+    state = m.pop()
+    target = m.top()
+    if not isinstance(target, Obj) or target.call is None:
+        m.flag(f"BUILD on {kind(target)}, not an object made by an allowed global")
+    else:
+        m.attach(target, "", state)
+
+
+def _persid(m: Machine, name: str, arg: object) -> None:
+    m.persid(m.pop())
+
+
+def _pop(m: Machine, name: str, arg: object) -> None:
+    if name == "POP" and len(m.stack) > (m.marks[-1] if m.marks else 0):
+        m.stack.pop()
+    else:
+        m.pop_mark()
+
+
+def _dup(m: Machine, name: str, arg: object) -> None:
+    m.push(m.top())
+
+
+def _proto(m: Machine, name: str, arg: object) -> None:
+    if name == "PROTO" and isinstance(arg, int):
+        m.protocol = arg
+
+
+Handler = Callable[["Machine", str, object], None]
+_FAMILIES: dict[Handler, str] = {
+    _push_arg: "INT BININT BININT1 BININT2 LONG LONG1 LONG4 STRING BINSTRING SHORT_BINSTRING "
+    "UNICODE BINUNICODE SHORT_BINUNICODE BINUNICODE8",
+    _push_leaf: "NONE NEWTRUE NEWFALSE FLOAT BINFLOAT BINBYTES SHORT_BINBYTES BINBYTES8 BYTEARRAY8",
+    _put: "PUT BINPUT LONG_BINPUT MEMOIZE",
+    _get: "GET BINGET LONG_BINGET",
+    _mark: "MARK",
+    _empty: "EMPTY_LIST EMPTY_DICT EMPTY_SET EMPTY_TUPLE",
+    _tuple: "TUPLE TUPLE1 TUPLE2 TUPLE3",
+    _build_container: "LIST DICT FROZENSET",
+    _add: "APPEND APPENDS SETITEM SETITEMS ADDITEMS",
+    _global: "GLOBAL STACK_GLOBAL",
+    _call: "REDUCE NEWOBJ NEWOBJ_EX",
+    _build: "BUILD",
+    _persid: "BINPERSID",
+    _pop: "POP POP_MARK",
+    _dup: "DUP",
+    _proto: "PROTO FRAME",
+}
+
+#: Opcodes a data-only pickle may use (STOP is handled by the caller); anything else is flagged.
+OPS: dict[str, Handler] = {op: fn for fn, ops in _FAMILIES.items() for op in ops.split()}

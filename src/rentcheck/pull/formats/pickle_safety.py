@@ -1,0 +1,136 @@
+"""Static pickle analysis: a symbolic pickle machine that never builds a real object.
+
+``scan_pickle`` walks the opcodes with ``pickletools.genops`` and keeps a model of the stack and
+memo in which values are only strings, ints, tuples, globals and opaque containers. That is
+enough to (1) resolve every ``GLOBAL``/``STACK_GLOBAL`` exactly (no walk-back heuristics that
+memo tricks can fool), (2) check that every ``REDUCE``/``NEWOBJ``/``BUILD`` applies to an
+allow-listed global, (3) prove the stream well-formed up to ``STOP``, and (4) recover torch's
+persistent ids (storage key, type, element count) with the tensor names that use them.
+Nothing is imported or executed; ``pickle.load`` is never called.
+"""
+
+from __future__ import annotations
+
+import io
+import pickletools
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from rentcheck.pull.formats.pickle_allowlist import ALLOWED_GLOBALS, normalize_global
+from rentcheck.pull.formats.pickle_machine import (
+    LEAF,
+    OPS,
+    Machine,
+    Malformed,
+    Obj,
+    StorageRef,
+    kind,
+)
+
+__all__ = ["GENOPS_ERRORS", "PickleReport", "StorageRef", "scan_pickle"]
+
+MAX_OPS = 3_000_000  # about 80k tensors; ~35 bytes retained per opcode at worst
+GENOPS_ERRORS = (ValueError, struct.error, OverflowError, EOFError, IndexError, MemoryError)
+
+
+@dataclass(frozen=True)
+class PickleReport:
+    end: int  # stream offset just after STOP (or where analysis stopped)
+    protocol: int | None
+    globals: tuple[str, ...]
+    unsafe: tuple[str, ...]  # each names the offending global or opcode
+    malformed: str | None
+    storages: Mapping[str, StorageRef]
+    bad_views: tuple[str, ...]  # tensors whose view exceeds their storage
+
+
+def _unsafe_opcode(m: Machine, name: str, arg: object) -> None:
+    """INST, OBJ, EXT*, PERSID, buffers: flagged, then modelled so the scan can go on."""
+    if name == "INST" and isinstance(arg, str):
+        module, _, attr = arg.partition(" ")
+        qual = normalize_global(module, attr)
+        m.globals.setdefault(qual, None)
+        m.flag(f"opcode INST calls '{qual}' (not needed by a state dict)")
+        m.pop_mark()
+        m.push(Obj(qual))
+    elif name == "OBJ":
+        items = m.pop_mark()
+        what = kind(items[0]) if items else "nothing"
+        m.flag(f"opcode OBJ calls {what} (not needed by a state dict)")
+        m.push(Obj())
+    else:
+        m.flag(f"opcode {name} (not needed by a state dict)")
+        if name in ("EXT1", "EXT2", "EXT4", "PERSID", "NEXT_BUFFER"):
+            m.push(LEAF)
+
+
+def scan_pickle(
+    data: bytes | memoryview,
+    *,
+    start: int = 0,
+    extra_allowed: Iterable[str] = (),
+    max_ops: int = MAX_OPS,
+) -> PickleReport:
+    """Analyse the pickle that starts at ``data[start]``; never raises on bad input."""
+    m = Machine(ALLOWED_GLOBALS | frozenset(extra_allowed))
+    stream = io.BytesIO(data)
+    stream.seek(start)
+    end, malformed = start, None
+    ops = pickletools.genops(stream)
+    try:
+        for count in range(1, max_ops + 2):
+            try:
+                opcode, arg, pos = next(ops)
+            except StopIteration:  # pragma: no cover - genops raises before that
+                raise Malformed("no STOP opcode") from None
+            except GENOPS_ERRORS as exc:
+                end = max(end, stream.tell())
+                raise Malformed(f"{str(exc) or type(exc).__name__} (after byte {end})") from None
+            end = (pos or 0) + 1
+            if count > max_ops:
+                m.flag(f"pickle has more than {max_ops} opcodes; too large to prove safe")
+                raise Malformed(f"analysis stopped after {max_ops} opcodes")
+            if opcode.name == "STOP":
+                if m.marks or len(m.stack) != 1:
+                    raise Malformed("STOP with a stack that does not hold exactly one object")
+                break
+            handler = OPS.get(opcode.name)
+            if handler is not None:
+                handler(m, opcode.name, arg)
+            else:
+                _unsafe_opcode(m, opcode.name, arg)
+    except Malformed as exc:
+        malformed = str(exc) if "(after byte" in str(exc) else f"{exc} (at byte {end - 1})"
+    storages = _finish_storages(m)
+    return PickleReport(
+        end=end,
+        protocol=m.protocol,
+        globals=tuple(m.globals),
+        unsafe=tuple(m.unsafe),
+        malformed=malformed,
+        storages=storages,
+        bad_views=tuple(dict.fromkeys(m.bad_views)),
+    )
+
+
+def _finish_storages(m: Machine) -> dict[str, StorageRef]:
+    names: dict[str, str] = {}
+    for value in reversed(m.stack[-1:]):
+        for path, key in m.refs_of(value):
+            names.setdefault(key, path)
+    out: dict[str, StorageRef] = {}
+    for key, ref in m.storages.items():
+        scan = ref.scan_dtype
+        if ref.storage_type.endswith("UntypedStorage") and key in m.dtypes:
+            scan = m.dtypes[key][1]
+        out[key] = StorageRef(
+            ref.key,
+            ref.storage_type,
+            ref.numel,
+            ref.location,
+            ref.itemsize,
+            scan,
+            names.get(key, ""),
+        )
+    return out

@@ -1,0 +1,294 @@
+"""torch.save's zip format: central directory, per-record CRC32, data.pkl safety, NaN/Inf.
+
+The central directory (a few KiB at the end of the file) is read first with bounded random
+reads; then the single sequential pass checks every local header against it, CRC32s every
+record incrementally (torch writes the CRCs but never checks them), buffers ``data.pkl``
+(capped) to scan it, and feeds each floating storage to the NaN/Inf scanner.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterable
+
+from rentcheck.errors import FormatError
+from rentcheck.pull.formats.base import Issue, PRead, TensorInfo
+from rentcheck.pull.formats.finite import FiniteScanner, nonfinite_issues, skipped_issue
+from rentcheck.pull.formats.pickle_safety import PickleReport, scan_pickle
+from rentcheck.pull.formats.zipdir import (
+    ZipRecord,
+    has_zip64_extra,
+    parse_local_header,
+    read_central_directory,
+)
+from rentcheck.pull.rules import PICKLE_MALFORMED, TORCH_ZIP_CORRUPT, UNSAFE_PICKLE
+
+__all__ = ["MAX_PICKLE_BYTES", "TorchZipValidator", "pickle_issues"]
+
+MAX_PICKLE_BYTES = 64 * 1024 * 1024
+
+
+def pickle_issues(report: PickleReport, what: str) -> list[Issue]:
+    """RC513/RC514 issues for one analysed pickle."""
+    issues = [
+        Issue(UNSAFE_PICKLE, f"{what}: {u}", {"globals": list(report.globals)})
+        for u in report.unsafe
+    ]
+    if report.malformed:
+        issues.append(Issue(PICKLE_MALFORMED, f"{what}: {report.malformed}"))
+    return issues
+
+
+class TorchZipValidator:
+    def __init__(self, file_size: int, pread: PRead, *, extra_allowed: Iterable[str] = ()) -> None:
+        self._size = file_size
+        self._allowed = tuple(extra_allowed)
+        self._issues: list[Issue] = []
+        self._scanner = FiniteScanner()
+        self._pos = 0
+        self._records: list[ZipRecord] = []
+        self._cd_off = 0
+        try:
+            self._records, self._cd_off = read_central_directory(pread, file_size)
+        except (FormatError, struct.error) as exc:
+            msg = exc.message if isinstance(exc, FormatError) else "central directory is damaged"
+            self._corrupt(msg)
+            self._records = []
+        self._prefix = self._common_prefix()
+        self._index = 0  # record being streamed
+        self._phase = "gap"  # gap | head | data | desc | done
+        self._buf = bytearray()
+        self._need = 0
+        self._crc = 0
+        self._data_end = 0
+        self._pickle: bytearray | None = None
+        self._report: PickleReport | None = None
+        self._big_endian = False
+        self._byteorder: bytearray | None = None
+        self._seen: dict[str, int] = {}  # record name -> computed CRC32
+        self._start_of: dict[str, int] = {}
+        self._floats = False
+        self._early: list[str] = []  # storage keys streamed before data.pkl was analysed
+        self._flags = 0
+        self._local_zip64 = False
+
+    def _corrupt(self, message: str) -> None:
+        self._issues.append(Issue(TORCH_ZIP_CORRUPT, message))
+
+    def _common_prefix(self) -> str:
+        if not self._records:
+            return ""
+        prefix = self._records[0].name.split("/", 1)[0] + "/"
+        if not all(r.name.startswith(prefix) for r in self._records):
+            self._corrupt("records do not share one top-level folder (not a torch.save archive)")
+        if not any(r.name == prefix + "data.pkl" for r in self._records):
+            self._corrupt(f"no {prefix}data.pkl record (not a torch.save archive)")
+        return prefix
+
+    @property
+    def tensors(self) -> tuple[TensorInfo, ...]:
+        if self._report is None:
+            return ()
+        return tuple(
+            TensorInfo(s.tensor or s.key, s.storage_type, s.numel * s.itemsize)
+            for s in self._report.storages.values()
+        )
+
+    # -- streaming ------------------------------------------------------------------------
+    def feed(self, chunk: memoryview) -> None:
+        start = self._pos
+        view, end = chunk, start + len(chunk)
+        while self._pos < end and self._phase != "done" and self._records:
+            view = chunk[self._pos - start :]
+            self._step(view)
+        self._pos = end
+        self._scanner.feed(chunk)
+
+    def _step(self, view: memoryview) -> None:
+        rec = self._records[self._index] if self._index < len(self._records) else None
+        if self._phase == "gap":
+            target = rec.header_offset if rec else self._cd_off
+            if self._pos != target:
+                kind = "gap" if self._pos < target else "overlap"
+                self._corrupt(f"{kind} of {abs(target - self._pos)} bytes before byte {target}")
+                self._phase = "done"
+                return
+            if rec is None:
+                self._phase = "done"
+                return
+            self._phase, self._need = "head", 30
+        elif self._phase in ("head", "desc"):
+            take = bytes(view[: self._need - len(self._buf)])
+            self._buf += take
+            self._pos += len(take)
+            if len(self._buf) == self._need and rec is not None:
+                if self._phase == "head":
+                    self._header(rec)
+                else:
+                    self._descriptor(rec)
+        elif self._phase == "data" and rec is not None:
+            piece = view[: self._data_end - self._pos]
+            self._crc = zlib.crc32(piece, self._crc)
+            if self._pickle is not None and len(self._pickle) < MAX_PICKLE_BYTES:
+                self._pickle += piece[: MAX_PICKLE_BYTES - len(self._pickle)]
+            if self._byteorder is not None and len(self._byteorder) < 16:
+                self._byteorder += piece[:16]
+            self._pos += len(piece)
+            if self._pos == self._data_end:
+                self._end_data(rec)
+
+    def _header(self, rec: ZipRecord) -> None:
+        try:
+            flags, method, _, name_len, extra_len = parse_local_header(bytes(self._buf))
+        except FormatError as exc:
+            self._corrupt(f"record {rec.name!r}: {exc.message}")
+            self._phase = "done"
+            return
+        if self._need != 30 + name_len + extra_len:
+            self._need = 30 + name_len + extra_len
+            return
+        name = bytes(self._buf[30 : 30 + name_len])
+        self._local_zip64 = has_zip64_extra(bytes(self._buf[30 + name_len :]))
+        if name.decode("utf-8", "replace") != rec.name and name.decode("cp437") != rec.name:
+            self._corrupt(f"local header at {rec.header_offset} names {name!r}, not {rec.name!r}")
+        if method != rec.method or method != 0 or rec.csize != rec.usize:
+            self._corrupt(f"record {rec.name!r} is compressed (torch.save writes stored records)")
+            self._phase = "done"
+            return
+        self._buf = bytearray()
+        self._crc = 0
+        self._start_of[rec.name] = self._pos
+        self._data_end = self._pos + rec.csize
+        self._pickle = bytearray() if rec.name == self._prefix + "data.pkl" else None
+        self._byteorder = bytearray() if rec.name == self._prefix + "byteorder" else None
+        self._add_span(rec)
+        self._flags = flags
+        self._phase = "data"
+        if rec.csize == 0:
+            self._end_data(rec)
+
+    def _add_span(self, rec: ZipRecord) -> None:
+        if not rec.name.startswith(self._prefix + "data/"):
+            return
+        if self._report is None:  # storages before data.pkl: torch never writes that order
+            self._early.append(rec.name[len(self._prefix) + 5 :])
+            return
+        ref = self._report.storages.get(rec.name[len(self._prefix) + 5 :])
+        if ref is None or ref.scan_dtype is None:
+            return
+        self._floats = True
+        if not self._big_endian:
+            name = ref.tensor or f"storage {ref.key}"
+            self._scanner.add_span(self._pos, self._pos + rec.csize, name, ref.scan_dtype)
+
+    def _end_data(self, rec: ZipRecord) -> None:
+        self._seen[rec.name] = self._crc
+        if self._pickle is not None:
+            self._scan_pickle(rec)
+        if self._byteorder is not None:
+            self._big_endian = bytes(self._byteorder).strip() == b"big"
+        self._pickle = self._byteorder = None
+        if self._flags & 0x08:
+            self._phase, self._need = "desc", 4
+        else:
+            self._phase = "gap"
+            self._index += 1
+
+    def _descriptor(self, rec: ZipRecord) -> None:
+        sizes = 16 if self._local_zip64 else 8
+        if self._need == 4:
+            self._need = (4 if bytes(self._buf[:4]) == b"PK\x07\x08" else 0) + 4 + sizes
+            if self._need > 4:
+                return
+        body = bytes(self._buf[4:] if self._need == 8 + sizes else self._buf)
+        crc = int.from_bytes(body[:4], "little")
+        csize = int.from_bytes(body[4 : 4 + sizes // 2], "little")
+        if crc != rec.crc or csize != rec.csize:
+            self._corrupt(f"record {rec.name!r}: data descriptor disagrees with the directory")
+        self._buf = bytearray()
+        self._phase = "gap"
+        self._index += 1
+
+    def _scan_pickle(self, rec: ZipRecord) -> None:
+        if self._pickle is None:  # pragma: no cover - only called for data.pkl
+            return
+        if rec.csize > MAX_PICKLE_BYTES:
+            self._issues.append(
+                Issue(
+                    UNSAFE_PICKLE,
+                    f"{rec.name} is {rec.csize} bytes, more "
+                    f"than the {MAX_PICKLE_BYTES}-byte scan limit",
+                )
+            )
+            return
+        self._report = scan_pickle(bytes(self._pickle), extra_allowed=self._allowed)
+        self._issues += pickle_issues(self._report, rec.name)
+        if not self._report.malformed and self._report.end != rec.csize:
+            self._issues.append(
+                Issue(
+                    PICKLE_MALFORMED, f"{rec.name}: {rec.csize - self._report.end} bytes after STOP"
+                )
+            )
+
+    # -- verdict ------------------------------------------------------------------------
+    def finish(self) -> list[Issue]:
+        issues = list(self._issues)
+        if self._records and self._phase != "done" and self._pos < self._cd_off:
+            issues.append(
+                Issue(
+                    TORCH_ZIP_CORRUPT,
+                    f"file ends at byte {self._pos}, inside "
+                    f"record data that runs to {self._cd_off}",
+                )
+            )
+        for rec in self._records:
+            crc = self._seen.get(rec.name)
+            if crc is not None and crc != rec.crc:
+                issues.append(
+                    Issue(
+                        TORCH_ZIP_CORRUPT,
+                        f"record {rec.name!r}: CRC32 {crc:#010x} != {rec.crc:#010x} "
+                        "in the central directory",
+                        {"record": rec.name, "crc": crc, "expected": rec.crc},
+                    )
+                )
+        issues += self._storage_issues()
+        if self._report is not None:
+            issues += nonfinite_issues(self._scanner.results())
+            if self._floats and not self._scanner.available:
+                issues.append(skipped_issue("floating storages", "numpy is not installed"))
+            elif self._floats and self._big_endian:
+                issues.append(skipped_issue("floating storages", "the archive is big-endian"))
+            early = [k for k in self._early if self._report.storages.get(k, None) is not None]
+            if any(self._report.storages[k].scan_dtype for k in early):
+                issues.append(skipped_issue(f"{len(early)} storages", "they precede data.pkl"))
+        return issues
+
+    def _storage_issues(self) -> list[Issue]:
+        if self._report is None or self._report.malformed:
+            return []
+        sizes = {r.name: r.usize for r in self._records}
+        issues = []
+        for key, ref in self._report.storages.items():
+            name = f"{self._prefix}data/{key}"
+            want = ref.numel * ref.itemsize
+            if name not in sizes:
+                issues.append(Issue(TORCH_ZIP_CORRUPT, f"storage record {name!r} is missing"))
+            elif sizes[name] != want:
+                issues.append(
+                    Issue(
+                        TORCH_ZIP_CORRUPT,
+                        f"storage record {name!r} holds "
+                        f"{sizes[name]} bytes, data.pkl declares {want}",
+                    )
+                )
+        for key in self._report.bad_views:
+            ref = self._report.storages[key]
+            issues.append(
+                Issue(
+                    TORCH_ZIP_CORRUPT,
+                    f"tensor {ref.tensor or key!r} reaches past the end of its storage",
+                )
+            )
+        return issues

@@ -1,0 +1,154 @@
+"""PULL_VERIFIED.json: written only for a clean verification, checked again before teardown."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from rentcheck.errors import FormatError, GateError
+from rentcheck.model import Finding, Severity
+from rentcheck.pull import manifest_builder as builder
+from rentcheck.pull.manifest import validate_rel_path
+from rentcheck.pull.rules import RULES_BY_CODE, VERIFIED_MARKER_STALE
+from rentcheck.pull.verify import VerifyResult
+
+__all__ = [
+    "VERIFIED_SCHEMA",
+    "VerifiedFile",
+    "VerifiedMarker",
+    "load_verified_marker",
+    "marker_drift",
+    "write_verified_marker",
+]
+
+VERIFIED_SCHEMA = "rentcheck/pull-verified/v1"
+
+
+@dataclass(frozen=True)
+class VerifiedFile:
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class VerifiedMarker:
+    run_id: str
+    manifest_sha256: str
+    verified_at: str
+    files: tuple[VerifiedFile, ...]
+    raw: Mapping[str, Any]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("rentcheck")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def write_verified_marker(
+    result: VerifyResult,
+    marker_path: str | os.PathLike[str] | None = None,
+    *,
+    fail_level: Severity = Severity.ERROR,
+    extra: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write the marker atomically; GateError (nothing written) unless the result is clean.
+
+    Clean means: verified against a manifest, at least one file, every manifest file read, and
+    no finding at or above ``fail_level``.
+    """
+    blocking = [f for f in result.findings if f.severity >= fail_level]
+    if result.manifest is None:
+        raise GateError(
+            "refusing to write PULL_VERIFIED.json without a valid manifest",
+            "build PULL_MANIFEST.json on the box and pull it",
+        )
+    if blocking:
+        raise GateError(
+            f"refusing to write PULL_VERIFIED.json: {len(blocking)} findings at "
+            f"{fail_level.label} or above",
+            "fix them and verify again",
+        )
+    read = {v.path for v in result.files if v.sha256 is not None}
+    if not result.manifest.files or any(e.path not in read for e in result.manifest.files):
+        raise GateError(
+            "refusing to write PULL_VERIFIED.json: not every manifest file was read", "verify again"
+        )
+    path = Path(marker_path) if marker_path else Path(result.root) / builder.VERIFIED_NAME
+    payload = {
+        "schema": VERIFIED_SCHEMA,
+        "run_id": result.manifest.run_id,
+        "manifest_sha256": result.manifest.sha256,
+        "verified_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "verifier": {"rentcheck": _version(), "python": platform.python_version()},
+        "policy": {
+            "deep": result.deep,
+            "extra_allowed_globals": list(result.extra_allowed_globals),
+            "fail_level": fail_level.label,
+        },
+        "findings_below_fail_level": len(result.findings),
+        "files": [
+            {"path": v.path, "size": v.size, "mtime_ns": v.mtime_ns, "sha256": v.sha256}
+            for v in result.files
+        ],
+        "totals": {"files": len(result.files), "bytes": sum(v.size for v in result.files)},
+        **(dict(extra) if extra else {}),
+    }
+    builder.atomic_write_bytes(os.fspath(path), builder.dumps(payload))
+    return path
+
+
+def load_verified_marker(path: str | os.PathLike[str]) -> VerifiedMarker:
+    """Parse a marker (FormatError if it is missing or not a rentcheck/pull-verified/v1)."""
+    try:
+        with open(path, "rb") as f:
+            raw = json.loads(f.read(64 * 1024 * 1024))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise FormatError(
+            f"cannot read {os.fspath(path)!r}: {exc}", "run `rentcheck pull verify` first"
+        ) from None
+    if not isinstance(raw, dict) or raw.get("schema") != VERIFIED_SCHEMA:
+        raise FormatError(f"{os.fspath(path)!r} is not a {VERIFIED_SCHEMA} marker")
+    try:
+        files = tuple(
+            VerifiedFile(
+                validate_rel_path(e["path"]), int(e["size"]), int(e["mtime_ns"]), str(e["sha256"])
+            )
+            for e in raw["files"]
+        )
+        return VerifiedMarker(
+            str(raw["run_id"]), str(raw["manifest_sha256"]), str(raw["verified_at"]), files, raw
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FormatError(f"{os.fspath(path)!r} is damaged: {exc!r}") from None
+
+
+def marker_drift(local_root: str | os.PathLike[str], marker: VerifiedMarker) -> list[Finding]:
+    """RC521 for every file that is gone or whose size/mtime changed since verification.
+
+    Cheap (one ``lstat`` per file), for the teardown gate. It does not look for new files.
+    """
+    rule = RULES_BY_CODE[VERIFIED_MARKER_STALE]
+    out = []
+    for f in marker.files:
+        try:
+            st = os.lstat(os.path.join(os.fspath(local_root), f.path))
+            changed = (st.st_size, st.st_mtime_ns) != (f.size, f.mtime_ns)
+            why = "changed since it was verified" if changed else ""
+        except OSError:
+            why = "gone since it was verified"
+        if why:
+            out.append(Finding(VERIFIED_MARKER_STALE, rule.default_severity, why, path=f.path))
+    return out

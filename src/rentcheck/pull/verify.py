@@ -1,0 +1,227 @@
+"""Verify a pulled directory: roster, digests, structure, pickle safety and NaN/Inf, one read.
+
+Each file is read exactly once, sequentially, in ``chunk_size`` pieces into one reused buffer;
+every piece goes to SHA-256 and to the file's format validator. Files are spread over a thread
+pool (hashlib, zlib and numpy release the GIL). Containment is settled before anything is
+opened: the tree is listed without following symlinks, a symlink is opened only when its
+resolved target is a regular file inside the root, and every open uses ``O_NOFOLLOW`` and is
+checked against the (device, inode) that was vetted. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from rentcheck.errors import FormatError
+from rentcheck.model import Finding, Severity
+from rentcheck.pull import manifest_builder as builder
+from rentcheck.pull.crosscheck import check_safetensors_index
+from rentcheck.pull.filecheck import (
+    CHUNK_SIZE,
+    CheckOptions,
+    FileVerdict,
+    check_one,
+    to_finding,
+    verify_file,
+)
+from rentcheck.pull.formats.base import Issue
+from rentcheck.pull.manifest import Manifest, ManifestEntry, load_manifest, normalize_path
+from rentcheck.pull.rules import (
+    EMPTY_PULL,
+    LEFTOVER_PARTIAL,
+    MANIFEST_INVALID,
+    MISSING_FILE,
+    RUN_ID_MISMATCH,
+    UNEXPECTED_FILE,
+)
+from rentcheck.pull.walk import LocalFile, scan_tree
+
+__all__ = [
+    "CHUNK_SIZE",
+    "FileVerdict",
+    "VerifyResult",
+    "verify_file",
+    "verify_pull",
+    "verify_tree",
+]
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    root: str
+    manifest: Manifest | None
+    findings: tuple[Finding, ...]
+    files: tuple[FileVerdict, ...]
+    deep: bool = False
+    extra_allowed_globals: tuple[str, ...] = ()
+    bytes_read: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """No error-level finding."""
+        return not any(f.severity >= Severity.ERROR for f in self.findings)
+
+    def codes(self) -> set[str]:
+        return {f.code for f in self.findings}
+
+
+def _roster(
+    manifest: Manifest | None, local: dict[str, LocalFile], problems: set[str], run_id: str | None
+) -> tuple[list[Finding], dict[str, ManifestEntry | None]]:
+    """Manifest-level findings and, for each local file to read, its manifest entry."""
+    findings: list[Finding] = []
+    todo: dict[str, ManifestEntry | None] = {}
+    name = builder.MANIFEST_NAME
+    if manifest is None:
+        for rel in local:
+            reason = builder.leftover_reason(rel)
+            if reason:
+                findings.append(to_finding(Issue(LEFTOVER_PARTIAL, f"leftover: {reason}"), rel))
+            todo[rel] = None
+        return findings, todo
+    if run_id is not None and manifest.run_id != run_id:
+        findings.append(
+            to_finding(
+                Issue(
+                    RUN_ID_MISMATCH, f"manifest is for run {manifest.run_id!r}, expected {run_id!r}"
+                ),
+                name,
+            )
+        )
+    if not manifest.files:
+        findings.append(to_finding(Issue(EMPTY_PULL, "the manifest lists no files"), name))
+    for left in manifest.leftovers:
+        msg = f"left over on the box ({left.reason}, {left.size} bytes); not hashed, not pulled"
+        findings.append(to_finding(Issue(LEFTOVER_PARTIAL, msg), left.path))
+    by_key: dict[str, str] = {}
+    for rel in sorted(local, key=lambda r: (normalize_path(r) != r, r)):  # NFC spelling first
+        key = normalize_path(rel)
+        if key in by_key:  # two local names that are one name after NFC: check both
+            msg = f"same name as {by_key[key]!r} after Unicode (NFC) normalisation"
+            findings.append(to_finding(Issue(UNEXPECTED_FILE, msg), rel))
+            todo[rel] = None
+        else:
+            by_key[key] = rel
+    expected = manifest.by_path()
+    for key, entry in expected.items():
+        match = by_key.get(key)
+        if match is not None:
+            todo[match] = entry
+        elif entry.path not in problems and key not in problems:
+            findings.append(
+                to_finding(
+                    Issue(
+                        MISSING_FILE, f"listed in the manifest ({entry.size} bytes) but not pulled"
+                    ),
+                    entry.path,
+                )
+            )
+    left_keys = {normalize_path(left.path) for left in manifest.leftovers}
+    for key, rel in by_key.items():
+        if key not in expected and key not in left_keys:
+            reason = builder.leftover_reason(rel)
+            issue = (
+                Issue(LEFTOVER_PARTIAL, f"leftover: {reason}")
+                if reason
+                else Issue(UNEXPECTED_FILE, "not listed in the manifest")
+            )
+            findings.append(to_finding(issue, rel))
+    return findings, todo
+
+
+def verify_tree(
+    local_root: str | os.PathLike[str],
+    manifest: Manifest | None,
+    *,
+    jobs: int | None = None,
+    deep: bool = False,
+    expected_run_id: str | None = None,
+    extra_allowed_globals: Iterable[str] = (),
+    chunk_size: int = CHUNK_SIZE,
+) -> VerifyResult:
+    """Check ``local_root`` against ``manifest`` (or only structure/safety when it is None)."""
+    root = os.fspath(local_root)
+    local, problem_list = scan_tree(root)
+    findings = [to_finding(issue, rel) for rel, issue in problem_list]
+    roster, todo = _roster(manifest, local, {r for r, _ in problem_list}, expected_run_id)
+    findings += roster
+    if manifest is None and not local:
+        findings.append(to_finding(Issue(EMPTY_PULL, "the directory holds no files"), None))
+    opts = CheckOptions(deep, tuple(extra_allowed_globals), max(64 * 1024, chunk_size))
+    order = sorted(todo, key=lambda rel: -local[rel].size)
+    workers = max(1, jobs or min(4, os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        outcomes = list(pool.map(lambda rel: check_one(local[rel], todo[rel], opts), order))
+    shards: dict[str, frozenset[str]] = {}
+    for out in outcomes:
+        findings += [to_finding(issue, out.verdict.path) for issue in out.issues]
+        if out.verdict.kind == "safetensors" and out.verdict.errors == 0:
+            shards[out.verdict.path] = out.tensor_names
+    for out in outcomes:
+        if out.verdict.path.endswith(".safetensors.index.json") and out.index is not None:
+            issues = check_safetensors_index(out.verdict.path, out.index, shards)
+            findings += [to_finding(issue, out.verdict.path) for issue in issues]
+    return VerifyResult(
+        root=root,
+        manifest=manifest,
+        findings=tuple(sorted(findings, key=Finding.sort_key)),
+        files=tuple(sorted((o.verdict for o in outcomes), key=lambda v: v.path)),
+        deep=deep,
+        extra_allowed_globals=opts.allowed,
+        bytes_read=sum(o.read for o in outcomes),
+    )
+
+
+def verify_pull(
+    local_root: str | os.PathLike[str],
+    manifest_path: str | os.PathLike[str] | None = None,
+    *,
+    jobs: int | None = None,
+    deep: bool = False,
+    expected_run_id: str | None = None,
+    extra_allowed_globals: Iterable[str] = (),
+    chunk_size: int = CHUNK_SIZE,
+) -> VerifyResult:
+    """Load ``manifest_path`` (default ``LOCAL_ROOT/PULL_MANIFEST.json``) and verify.
+
+    A missing or invalid manifest is an RC501 finding; the files are then still checked for
+    structure, safety and NaN/Inf, but nothing can be certified.
+    """
+    path = (
+        Path(local_root) / builder.MANIFEST_NAME if manifest_path is None else Path(manifest_path)
+    )
+    manifest: Manifest | None = None
+    problem: FormatError | None = None
+    try:
+        manifest = load_manifest(path)
+    except FormatError as exc:
+        problem = exc
+    result = verify_tree(
+        local_root,
+        manifest,
+        jobs=jobs,
+        deep=deep,
+        expected_run_id=expected_run_id,
+        extra_allowed_globals=extra_allowed_globals,
+        chunk_size=chunk_size,
+    )
+    if problem is None:
+        return result
+    shown = os.fspath(path)
+    if os.path.dirname(os.path.abspath(shown)) == os.path.abspath(os.fspath(local_root)):
+        shown = os.path.basename(shown)  # findings are relative to the pulled root
+    bad = to_finding(Issue(MANIFEST_INVALID, problem.message), shown)
+    findings = tuple(sorted((*result.findings, bad), key=Finding.sort_key))
+    return VerifyResult(
+        result.root,
+        None,
+        findings,
+        result.files,
+        result.deep,
+        result.extra_allowed_globals,
+        result.bytes_read,
+    )
