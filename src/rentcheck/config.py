@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +70,9 @@ class Config:
     output_format: str = "text"
     sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str | None = None  # the file the settings came from, if any
+    # Where each key's value came from ("[tool.rentcheck] of FILE", "the command line", ...),
+    # so an error about a value names the place to fix it.
+    origins: Mapping[str, str] = field(default_factory=dict)
     root: str = "."  # paths in globs and reports are relative to this directory
 
     @property
@@ -177,7 +180,9 @@ def _apply(values: dict[str, Any], config: Config, source: str, *, layered: bool
     """Overlay ``values`` on ``config``. In a ``layered`` source (environment, command line)
     an ``extend-*`` key adds to what the file said instead of replacing it."""
     changes: dict[str, Any] = {}
+    origins = dict(config.origins)
     for key, value in values.items():
+        origins[key] = _where(source)
         if key not in KNOWN_KEYS:
             import difflib
 
@@ -220,7 +225,7 @@ def _apply(values: dict[str, Any], config: Config, source: str, *, layered: bool
                     hint="use one of: " + ", ".join(OUTPUT_FORMATS),
                 )
             changes[attr] = value
-    return dataclasses.replace(config, **changes)
+    return dataclasses.replace(config, **changes, origins=origins)
 
 
 def _boolean(value: Any, key: str, source: str) -> bool:
@@ -306,11 +311,19 @@ def _matches(code: str, selector: str) -> bool:
     return selector == "ALL" or code.startswith(selector)
 
 
-def _check_tokens(tokens: Sequence[str], key: str, rules: Mapping[str, Rule], source: str) -> None:
+def _check_tokens(
+    tokens: Sequence[str],
+    key: str,
+    rules: Mapping[str, Rule],
+    source: str,
+    more_codes: Callable[[], Iterable[str]] | None = None,
+) -> None:
     for raw in tokens:
         selector = _normalise(raw)
         if selector == "ALL" or any(code.startswith(selector) for code in rules):
             continue
+        if more_codes is not None and any(c.startswith(selector) for c in more_codes()):
+            continue  # another gate's rule (ignore = ["RC301"]): valid, just not ours to run
         hint = suggest_code(selector, rules)
         raise ConfigError(f"unknown rule code {raw!r} in {key!r} of {source}", hint=hint)
 
@@ -327,17 +340,23 @@ def suggest_code(typed: str, rules: Mapping[str, Rule]) -> str:
     return f"did you mean {close[0]}?" if close else "see `rentcheck rules` for the codes"
 
 
-def selected_rules(config: Config, rules: Mapping[str, Rule]) -> dict[str, Rule]:
-    """The rules this run enables; raises ConfigError for a code no rule has."""
-    source = _where(config.source) if config.source else "the settings"
+def selected_rules(
+    config: Config,
+    rules: Mapping[str, Rule],
+    more_codes: Callable[[], Iterable[str]] | None = None,
+) -> dict[str, Rule]:
+    """The rules this run enables; raises ConfigError for a code no rule has (``more_codes``
+    names codes that are valid though not in ``rules``, asked only for unknown tokens)."""
     for key, tokens in (
         ("select", config.select),
         ("extend-select", config.extend_select),
         ("ignore", config.ignore),
     ):
-        _check_tokens(tokens, key, rules, source)
+        source = config.origins.get(key, "the defaults")
+        _check_tokens(tokens, key, rules, source, more_codes)
     for glob, tokens in config.per_file_ignores.items():
-        _check_tokens(tokens, f"per-file-ignores.{glob}", rules, source)
+        source = config.origins.get("per-file-ignores", "the defaults")
+        _check_tokens(tokens, f"per-file-ignores.{glob}", rules, source, more_codes)
     wanted = [_normalise(t) for t in (*config.select, *config.extend_select)]
     dropped = [_normalise(t) for t in config.ignore]
     chosen: dict[str, Rule] = {}

@@ -34,7 +34,9 @@ _STATUS_NAME = "rentcheck-status"
 # Each gate (audit, verify, smoke, ...) brings its own pytest plugin module: options, fixtures
 # and gate items, registered here so one entry point serves them all. Such a module must be
 # as cheap to import as this one (heavy imports inside functions only).
-GATE_PLUGINS: tuple[str, ...] = ("rentcheck.box.pytest_gate",)
+GATE_PLUGINS: tuple[str, ...] = (
+    "rentcheck.box.pytest_gate",
+)
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -74,7 +76,7 @@ def _linter(config: pytest.Config) -> Linter:
         from rentcheck.registry import load_rule_set
 
         settings = load_config(str(config.rootpath), explicit=config.getoption("rentcheck_config"))
-        linter = Linter(settings, load_rule_set())
+        linter = Linter(settings, load_rule_set(with_gates=False))
         config.stash[_LINTER_KEY] = linter
     return linter
 

@@ -32,8 +32,6 @@ from rentcheck.lint.shell import (
 from rentcheck.lint.check import FileCheck, ProjectCheck
 from rentcheck.meta_rules import UNKNOWN_CODE_RULE, UNUSED_SUPPRESSION_RULE
 from rentcheck.model import Rule
-from rentcheck.box.rules import BOX_RULES
-from rentcheck.profiles import rules as profile_rules
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -81,8 +79,22 @@ ENGINE_RULES: tuple[Rule, ...] = (
 
 # Rules of the other gates (audit, pull, smoke, profiles, ...): their commands produce the
 # findings; listing them here makes `rentcheck rule CODE`, config validation and SARIF know
-# them. Add one tuple per gate module.
-GATE_RULES: tuple[Rule, ...] = (*profile_rules.RULES, *BOX_RULES)
+# them. One (module, attribute) per gate, imported only when a command asks for every rule,
+# so a lint run does not pay for the gates' modules.
+GATE_RULE_SOURCES: tuple[tuple[str, str], ...] = (
+    ("rentcheck.profiles.rules", "RULES"),
+    ("rentcheck.box.rules", "BOX_RULES"),
+    ("rentcheck.pull.rules", "PULL_RULES"),
+)
+
+
+def gate_rules() -> tuple[Rule, ...]:
+    import importlib
+
+    found: list[Rule] = []
+    for module, attribute in GATE_RULE_SOURCES:
+        found.extend(getattr(importlib.import_module(module), attribute))
+    return tuple(found)
 
 
 def builtin_checks() -> tuple[Check, ...]:
@@ -159,9 +171,10 @@ def _plugin_checks() -> tuple[list[Check], list[str]]:
     return checks, names
 
 
-def _build(checks: Iterable[Check], plugins: list[str]) -> RuleSet:
+def _build(checks: Iterable[Check], plugins: list[str], gates: Iterable[Rule]) -> RuleSet:
     rules: dict[str, Rule] = {}
-    for rule in [c.rule for c in checks] + list(ENGINE_RULES) + list(GATE_RULES):
+    all_checks = tuple(checks)
+    for rule in [c.rule for c in all_checks] + list(ENGINE_RULES) + list(gates):
         if not CODE_RE.match(rule.code):
             raise ConfigError(f"rule code {rule.code!r} is malformed", hint="use e.g. ABC123")
         if rule.code in rules:
@@ -170,19 +183,20 @@ def _build(checks: Iterable[Check], plugins: list[str]) -> RuleSet:
                 hint="a plugin must use its own code prefix",
             )
         rules[rule.code] = rule
-    checks = tuple(checks)
     return RuleSet(
         rules=rules,
-        file_checks=tuple(c for c in checks if isinstance(c, FileCheck)),
-        project_checks=tuple(c for c in checks if isinstance(c, ProjectCheck)),
+        file_checks=tuple(c for c in all_checks if isinstance(c, FileCheck)),
+        project_checks=tuple(c for c in all_checks if isinstance(c, ProjectCheck)),
         plugins=tuple(plugins),
     )
 
 
 @lru_cache(maxsize=2)
-def load_rule_set(with_plugins: bool = True) -> RuleSet:
+def load_rule_set(with_plugins: bool = True, with_gates: bool = True) -> RuleSet:
+    """Every rule and check; ``with_gates=False`` leaves out the other gates' rule metadata
+    (a lint run needs only its checks and imports less)."""
     extra, names = _plugin_checks() if with_plugins else ([], [])
-    return _build(list(BUILTIN_CHECKS) + extra, names)
+    return _build(list(BUILTIN_CHECKS) + extra, names, gate_rules() if with_gates else ())
 
 
 def all_rules(with_plugins: bool = True) -> dict[str, Rule]:

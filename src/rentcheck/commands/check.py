@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     }
     start = args.paths[0] if args.paths else "."
     config = load_config(start, explicit=args.config, isolated=args.isolated, overrides=overrides)
-    linter = Linter(config, load_rule_set())
+    linter = Linter(config, load_rule_set(with_gates=False))
     use_cache = not args.no_cache and not os.environ.get("RENTCHECK_NO_CACHE")
     result = linter.run(args.paths, fix=args.fix, diff=args.diff, cache=use_cache)
     if args.diff:

@@ -69,7 +69,7 @@ class Linter:
     def __init__(self, config: Config, rules: RuleSet) -> None:
         self.config = config
         self.known: Mapping[str, Rule] = rules.rules
-        self.enabled: Mapping[str, Rule] = selected_rules(config, rules.rules)
+        self.enabled: Mapping[str, Rule] = selected_rules(config, rules.rules, _gate_codes)
         self.file_checks = [c for c in rules.file_checks if c.rule.code in self.enabled]
         self.project_checks = [c for c in rules.project_checks if c.rule.code in self.enabled]
         self.training_paths = _training_paths(config)
@@ -256,6 +256,12 @@ class Linter:
                 result.findings.extend(kept)
             else:
                 result.findings.append(finding)
+
+
+def _gate_codes() -> list[str]:
+    from rentcheck.registry import gate_rules
+
+    return [rule.code for rule in gate_rules()]
 
 
 def _training_paths(config: Config) -> tuple[str, ...] | None:
