@@ -64,27 +64,32 @@ def system_scripts() -> list[str]:
     return found
 
 
+BLOCKS = (
+    'DATA="${DATA:-/root/autodl-tmp}"\nmkdir -p "$DATA/checkpoints"',
+    'for f in "$DATA"/*.pt; do\n    sha256sum "$f" >> "$DATA/SHA256SUMS"\ndone',
+    "python -u train.py --steps 1000 </dev/null >train.log 2>&1 &\necho started",
+    'if [ -f "$DATA/done.flag" ]; then\n    echo "already finished"\n    exit 0\nfi',
+    'rsync -a --partial "$DATA/out/" backup:/srv/out/ && echo "synced"',
+    'tries=0\nuntil [ -f "$DATA/ready" ] || [ "$tries" -ge 60 ]; do\n'
+    "    tries=$((tries + 1))\n    sleep 5\ndone",
+    'case "$1" in\n    start) echo start ;;\n    stop) echo stop ;;\n    *) echo usage ;;\nesac',
+)
+
+
 def generate(root: str, count: int) -> list[str]:
+    """Valid, realistic launcher scripts; every 17th has CRLF endings, every 23rd lost its
+    exec bit."""
     rng = random.Random(0)
-    body = [
-        "set -euo pipefail",
-        'DATA="${DATA:-/root/autodl-tmp}"',
-        'mkdir -p "$DATA/checkpoints"',
-        'for f in "$DATA"/*.pt; do',
-        '    sha256sum "$f" >> "$DATA/SHA256SUMS"',
-        "done",
-        "python -u train.py --steps 1000 </dev/null >train.log 2>&1 &",
-        "echo started",
-    ]
     paths = []
     for i in range(count):
         directory = os.path.join(root, f"proj{i % 40:02d}")
         os.makedirs(directory, exist_ok=True)
         path = os.path.join(directory, f"job_{i:05d}.sh")
-        lines = ["#!/usr/bin/env bash", *rng.sample(body, k=6) * rng.randint(1, 8)]
-        eol = "\r\n" if i % 17 == 0 else "\n"
+        blocks = [rng.choice(BLOCKS) for _ in range(rng.randint(2, 12))]
+        text = "#!/usr/bin/env bash\nset -euo pipefail\n" + "\n".join(blocks) + "\n"
+        data = text.replace("\n", "\r\n") if i % 17 == 0 else text
         with open(path, "w", newline="") as handle:
-            handle.write(eol.join(lines) + eol)
+            handle.write(data)
         os.chmod(path, 0o644 if i % 23 == 0 else 0o755)
         paths.append(path)
     return paths
