@@ -1,0 +1,86 @@
+"""Python rules beyond the fixtures: training-code scoping and the ruff bridge's edges."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from rentcheck.config import Config
+from rentcheck.lint.engine import Linter
+from rentcheck.registry import load_rule_set
+from tests.conftest import REPO_ROOT
+
+UNSAFE = b"import torch\n\nstate = torch.load('ckpt.pt')\n"
+
+
+def _codes(root: Path, **config: object) -> list[tuple[str, str]]:
+    linter = Linter(Config(root=str(root), **config), load_rule_set(with_plugins=False))  # type: ignore[arg-type]
+    return sorted((f.path or "", f.code) for f in linter.run([str(root)], cache=False).findings)
+
+
+def test_training_paths_scope_the_python_family(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_bytes(UNSAFE)
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "inspect_ckpt.py").write_bytes(UNSAFE)
+    assert _codes(tmp_path, select=("RC203",)) == [
+        ("tools/inspect_ckpt.py", "RC203"),
+        ("train.py", "RC203"),
+    ]
+    scoped = {"python": {"training-paths": ["train.py"]}}
+    assert _codes(tmp_path, select=("RC203",), sections=scoped) == [("train.py", "RC203")]
+
+
+def test_bad_training_paths_value_is_a_config_error(tmp_path: Path) -> None:
+    from rentcheck.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"python\.training-paths"):
+        Linter(
+            Config(root=str(tmp_path), sections={"python": {"training-paths": "train.py"}}),
+            load_rule_set(with_plugins=False),
+        )
+
+
+def test_missing_ruff_is_one_note_not_a_failure(tmp_path: Path) -> None:
+    """An interpreter whose bin directory has no ruff, and a PATH without one."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.py").write_text("print(undefined_name)\n")
+    bare_bin = tmp_path / "bin"
+    bare_bin.mkdir()
+    (bare_bin / "python").symlink_to(os.path.realpath(sys.executable))
+    site = sysconfig.get_paths()["purelib"]
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), site]),
+        "HOME": str(tmp_path),
+    }
+    proc = subprocess.run(
+        [
+            str(bare_bin / "python"),
+            "-m",
+            "rentcheck",
+            "check",
+            "--isolated",
+            "--no-cache",
+            "--select",
+            "RC2",
+            "--output-format",
+            "concise",
+            ".",
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    if "No module named" in proc.stderr:
+        pytest.skip(f"cannot run rentcheck from a bare interpreter here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count(": RC209 ") == 1 and ": RC210 " not in proc.stdout
