@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from rentcheck.lint.source import SourceFile
+from rentcheck.lint.source import FileKind, SourceFile
 from rentcheck.model import Finding, Rule
 
 __all__ = ["FileCheck", "Project", "ProjectCheck"]
@@ -30,6 +30,8 @@ class FileCheck:
     # True when the findings depend on the file's bytes alone (not its mode or neighbours),
     # so they may be cached by content hash.
     content_only: bool = False
+    # The kinds of file the check can apply to (None: any); lets the engine skip ``applies``.
+    kinds: frozenset[FileKind] | None = None
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from rentcheck.atomic import write_atomic
 from rentcheck.config import Config, code_matches, selected_rules
 from rentcheck.lint.cache import FindingsCache
 from rentcheck.lint.check import FileCheck, Project, ProjectCheck
-from rentcheck.lint.source import SourceFile
+from rentcheck.lint.source import FileKind, SourceFile
 from rentcheck.lint.suppress import apply_suppressions
 from rentcheck.lint.walk import Candidate, collect
 from rentcheck.model import Applicability, Edit, Finding, Rule
@@ -73,6 +73,10 @@ class Linter:
         self.file_checks = [c for c in rules.file_checks if c.rule.code in self.enabled]
         self.project_checks = [c for c in rules.project_checks if c.rule.code in self.enabled]
         self.training_paths = _training_paths(config)
+        self._by_kind = {
+            kind: [c for c in self.file_checks if c.kinds is None or kind in c.kinds]
+            for kind in FileKind
+        }
 
     # -- one file -------------------------------------------------------------------------
     def in_scope(self, rule: Rule, source: SourceFile) -> bool:
@@ -84,7 +88,7 @@ class Linter:
     def applicable(self, source: SourceFile) -> list[FileCheck]:
         return [
             check
-            for check in self.file_checks
+            for check in self._by_kind[source.kind]
             if check.applies(source) and self.in_scope(check.rule, source)
         ]
 

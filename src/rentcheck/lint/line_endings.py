@@ -66,4 +66,4 @@ def _run(source: SourceFile) -> list[Finding]:
     ]
 
 
-CHECK = FileCheck(RULE, _applies, _run)
+CHECK = FileCheck(RULE, _applies, _run, kinds=frozenset({FileKind.SHELL}))

@@ -5,14 +5,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from rentcheck.lint.check import FileCheck
 from rentcheck.lint.python.syntax import (
     call_name,
     enclosing_scopes,
     has_main_guard,
     keyword,
     module_of,
-    python_applies,
+    python_check,
     walk_calls,
 )
 from rentcheck.lint.source import SourceFile
@@ -180,6 +179,6 @@ def _no_resume(source: SourceFile) -> Iterator[Finding]:
         )
 
 
-NONATOMIC = FileCheck(NONATOMIC_RULE, python_applies, _nonatomic, content_only=True)
-LOAD = FileCheck(LOAD_RULE, python_applies, _load, content_only=True)
-NO_RESUME = FileCheck(RESUME_RULE, python_applies, _no_resume, content_only=True)
+NONATOMIC = python_check(NONATOMIC_RULE, _nonatomic)
+LOAD = python_check(LOAD_RULE, _load)
+NO_RESUME = python_check(RESUME_RULE, _no_resume)

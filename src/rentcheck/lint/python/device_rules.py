@@ -5,13 +5,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from rentcheck.lint.check import FileCheck
 from rentcheck.lint.python.syntax import (
     call_name,
     has_main_guard,
     keyword,
     module_of,
-    python_applies,
+    python_check,
     walk_calls,
 )
 from rentcheck.lint.source import SourceFile
@@ -158,5 +157,5 @@ def _cuda(source: SourceFile) -> Iterator[Finding]:
         )
 
 
-MAIN_GUARD = FileCheck(MAIN_GUARD_RULE, python_applies, _main_guard, content_only=True)
-CUDA = FileCheck(CUDA_RULE, python_applies, _cuda, content_only=True)
+MAIN_GUARD = python_check(MAIN_GUARD_RULE, _main_guard)
+CUDA = python_check(CUDA_RULE, _cuda)

@@ -20,10 +20,13 @@ ScriptRule = Callable[[ShellScript], Iterable[Hit]]
 def _applies(source: SourceFile) -> bool:
     return (
         source.kind is FileKind.SHELL
-        and not source.is_binary
         and not source.truncated
+        and not source.is_binary
         and tree_sitter_available()
     )
+
+
+_SHELL = frozenset({FileKind.SHELL})
 
 
 def shell_check(rule: Rule, run: ScriptRule) -> FileCheck:
@@ -42,7 +45,7 @@ def shell_check(rule: Rule, run: ScriptRule) -> FileCheck:
             for line, col, message, details, fix in run(script_of(source))
         ]
 
-    return FileCheck(rule, _applies, check, content_only=True)
+    return FileCheck(rule, _applies, check, content_only=True, kinds=_SHELL)
 
 
 def hit(line: int, col: int, message: str, fix: Fix | None = None, **details: Any) -> Hit:

@@ -263,6 +263,7 @@ def _script_arguments(command: Command) -> list[Node]:
     return []
 
 
+@lru_cache(maxsize=1)
 def tree_sitter_available() -> bool:
     try:
         _parser()
