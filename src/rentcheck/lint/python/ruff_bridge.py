@@ -3,9 +3,7 @@ ruff binary, run once per repository over the training code and read as JSON."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import sys
 from collections.abc import Iterator
 
@@ -55,11 +53,14 @@ SELECT = "F401,F811,F821,F822,F823,F63,F7,E9"
 
 
 def _ruff() -> str | None:
+    import shutil
+
     beside = os.path.join(os.path.dirname(sys.executable), "ruff")
     return beside if os.path.exists(beside) else shutil.which("ruff")
 
 
 def _run(project: Project) -> Iterator[Finding]:
+    import json
     import subprocess
 
     files = [f for f in project.files if python_applies(f)]
