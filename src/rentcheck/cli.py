@@ -48,6 +48,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "profiles",
     "stale",
     "box",
+    "run",
 )
 
 

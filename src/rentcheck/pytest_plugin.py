@@ -36,6 +36,7 @@ _STATUS_NAME = "rentcheck-status"
 # as cheap to import as this one (heavy imports inside functions only).
 GATE_PLUGINS: tuple[str, ...] = (
     "rentcheck.box.pytest_gate",
+    "rentcheck.run.pytest_gate",
 )
 
 

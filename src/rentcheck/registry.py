@@ -84,6 +84,7 @@ ENGINE_RULES: tuple[Rule, ...] = (
 GATE_RULE_SOURCES: tuple[tuple[str, str], ...] = (
     ("rentcheck.profiles.rules", "RULES"),
     ("rentcheck.box.rules", "BOX_RULES"),
+    ("rentcheck.run.rules", "RUN_RULES"),
     ("rentcheck.pull.rules", "PULL_RULES"),
 )
 

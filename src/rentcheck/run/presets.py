@@ -1,0 +1,225 @@
+"""Starting points for the smoke and resume ``args`` of common training entrypoints.
+
+A preset's args come first, the project's own ``args`` after them (so a tiny-model override can
+be added, or a preset value overridden where the entrypoint lets the last flag win). They are
+templates: ``{steps}`` and ``{checkpoint_every}`` are filled in by rentcheck. Check them against
+your entrypoint; frameworks rename flags between versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["PRESETS", "Preset"]
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    smoke_args: tuple[str, ...]
+    resume_args: tuple[str, ...]
+    checkpoint_dir: str | None = None  # where the resume args make it save, if they decide it
+    env: Mapping[str, str] = field(default_factory=dict)
+    note: str = ""
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "plain",
+            "a script with its own flags: no args added, the shim stops it after `steps` steps",
+            smoke_args=(),
+            resume_args=(),
+        ),
+        Preset(
+            "lightning-cli",
+            "LightningCLI `fit` (put `fit --config ...` in command)",
+            smoke_args=(
+                "--trainer.max_steps={steps}",
+                "--trainer.limit_train_batches={steps}",
+                "--trainer.limit_val_batches=1",
+                "--trainer.num_sanity_val_steps=0",
+                "--trainer.accelerator=cpu",
+                "--trainer.devices=1",
+                "--trainer.logger=false",
+            ),
+            resume_args=(
+                "--seed_everything=42",
+                "--trainer.deterministic=true",
+                "--trainer.max_steps={steps}",
+                "--trainer.accelerator=cpu",
+                "--trainer.devices=1",
+                "--trainer.logger=false",
+                "--trainer.callbacks+=ModelCheckpoint",
+                "--trainer.callbacks.dirpath=checkpoints",
+                "--trainer.callbacks.every_n_train_steps={checkpoint_every}",
+                "--trainer.callbacks.save_top_k=-1",
+                "--trainer.callbacks.save_last=true",
+                # Part of the identical command on every launch: load `last` when it exists.
+                "--ckpt_path=last",
+            ),
+            checkpoint_dir="checkpoints",
+            note="fast_dev_run is avoided on purpose: it disables checkpointing and loggers",
+        ),
+        Preset(
+            "lightning-hydra",
+            "lightning-hydra-template style `python src/train.py` with Hydra overrides",
+            smoke_args=(
+                "++trainer.max_steps={steps}",
+                "++trainer.limit_train_batches={steps}",
+                "++trainer.limit_val_batches=1",
+                "++trainer.num_sanity_val_steps=0",
+                "trainer.accelerator=cpu",
+                "trainer.devices=1",
+                "logger=null",
+                "++data.num_workers=0",
+                "++data.pin_memory=false",
+                # The template roots outputs at the project; keep them in the sandbox.
+                "++paths.log_dir=./logs",
+            ),
+            resume_args=(
+                "seed=42",
+                "++trainer.deterministic=true",
+                "++trainer.max_steps={steps}",
+                "trainer.accelerator=cpu",
+                "trainer.devices=1",
+                "logger=null",
+                "++data.num_workers=0",
+                "++paths.log_dir=./logs",
+                # A timestamped run dir would give every relaunch a fresh checkpoint dir.
+                "hydra.run.dir=./run",
+                "++callbacks.model_checkpoint.every_n_train_steps={checkpoint_every}",
+                "++callbacks.model_checkpoint.save_last=true",
+                "++ckpt_path=./run/checkpoints/last.ckpt",
+            ),
+            checkpoint_dir="run/checkpoints",
+        ),
+        Preset(
+            "hf-trainer",
+            "transformers Trainer scripts (run_clm.py style TrainingArguments flags)",
+            smoke_args=(
+                "--max_steps",
+                "{steps}",
+                "--use_cpu",
+                "--report_to",
+                "none",
+                "--logging_steps",
+                "1",
+                # Otherwise NaN/Inf losses are filtered out of the logs.
+                "--logging_nan_inf_filter",
+                "false",
+                "--save_strategy",
+                "steps",
+                "--save_steps",
+                "1",
+                "--dataloader_num_workers",
+                "0",
+                "--output_dir",
+                "out",
+            ),
+            resume_args=(
+                "--max_steps",
+                "{steps}",
+                "--use_cpu",
+                "--report_to",
+                "none",
+                "--logging_steps",
+                "1",
+                "--logging_nan_inf_filter",
+                "false",
+                "--save_strategy",
+                "steps",
+                "--save_steps",
+                "{checkpoint_every}",
+                "--seed",
+                "42",
+                "--full_determinism",
+                "--dataloader_num_workers",
+                "0",
+                "--output_dir",
+                "out",
+            ),
+            checkpoint_dir="out",
+            note="the example scripts resume from get_last_checkpoint(output_dir) on their own",
+        ),
+        Preset(
+            "torchtitan",
+            "torchtitan train.py with a *_debugmodel config",
+            smoke_args=(
+                "--training.steps",
+                "{steps}",
+                "--metrics.log_freq",
+                "1",
+                "--checkpoint.interval",
+                "1",
+            ),
+            resume_args=(
+                "--training.steps",
+                "{steps}",
+                "--metrics.log_freq",
+                "1",
+                "--checkpoint.enable",
+                "--checkpoint.interval",
+                "{checkpoint_every}",
+                "--checkpoint.folder",
+                "checkpoint",
+                "--debug.seed",
+                "42",
+                "--debug.deterministic",
+            ),
+            checkpoint_dir="outputs/checkpoint",
+            note="pin lr_scheduler total steps so the schedule does not depend on --training.steps",
+        ),
+        Preset(
+            "torchtune",
+            "`tune run <recipe> --config <cfg>` key=value overrides",
+            smoke_args=(
+                "max_steps_per_epoch={steps}",
+                "epochs=1",
+                "device=cpu",
+                "dtype=fp32",
+                "compile=False",
+                "log_every_n_steps=1",
+                "output_dir=./out",
+            ),
+            resume_args=(
+                "max_steps_per_epoch={steps}",
+                "epochs=1",
+                "device=cpu",
+                "dtype=fp32",
+                "seed=42",
+                "log_every_n_steps=1",
+                "output_dir=./out",
+            ),
+            checkpoint_dir="out",
+            note="torchtune resumes at epoch boundaries only",
+        ),
+        Preset(
+            "composer",
+            "Composer / llm-foundry YAML entrypoints with key=value overrides",
+            smoke_args=(
+                "max_duration={steps}ba",
+                "train_subset_num_batches={steps}",
+                "device=cpu",
+                "loggers={}",
+                "console_log_interval=1ba",
+                "save_interval=1ba",
+                "save_folder=./ckpt",
+            ),
+            resume_args=(
+                "max_duration={steps}ba",
+                "device=cpu",
+                "seed=42",
+                "console_log_interval=1ba",
+                "save_interval={checkpoint_every}ba",
+                "save_folder=./ckpt",
+                "run_name=rentcheck-resume",
+                "autoresume=true",
+            ),
+            checkpoint_dir="ckpt",
+        ),
+    )
+}

@@ -1,0 +1,304 @@
+"""Run one training command under supervision: CPU-only env block, optional step shim, new
+process group, timeout, kill on a trigger, group kill after exit, combined output drained.
+
+The group kill matters: DataLoader workers keep the output pipe open for seconds after the
+main process is gone, so the supervisor waits on the main PID, kills its group, then drains.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rentcheck.errors import GateError
+from rentcheck.run.shim import SHIM_DIR
+
+__all__ = [
+    "Launch",
+    "ProcessResult",
+    "ShimEvents",
+    "cpu_env_block",
+    "redacted",
+    "reproduce_line",
+    "supervise",
+]
+
+SHIM_PREFIX = "RENTCHECK_SHIM_"
+MAX_LINES = 100_000
+TERM_GRACE_S = 5.0
+_LINE_BREAK = re.compile(rb"\r\n|\n|\r")
+
+# Returns the signal to send to the run's group now, or None.
+Trigger = Callable[["ShimEvents", Sequence[str]], "int | None"]
+
+
+def cpu_env_block(offline: bool, workdir: str) -> dict[str, str]:
+    """Forces CPU and silences trackers; each entry can be overridden by the user's ``env``."""
+    block = {
+        "CUDA_VISIBLE_DEVICES": "",
+        "HIP_VISIBLE_DEVICES": "",
+        "ACCELERATE_USE_CPU": "true",
+        "WANDB_MODE": "disabled",
+        "WANDB_DISABLED": "true",
+        "WANDB_SILENT": "true",
+        "DISABLE_MLFLOW_INTEGRATION": "TRUE",
+        # Code that calls mlflow directly logs into the sandbox (the cwd), not to a server.
+        "MLFLOW_TRACKING_URI": "./mlruns",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONUNBUFFERED": "1",
+    }
+    if offline:
+        block.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    return block
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: tuple[str, ...]
+    cwd: str
+    env: Mapping[str, str]  # what rentcheck sets on top of the inherited environment
+    timeout: float
+    shim: bool  # put the step shim on PYTHONPATH
+    shim_settings: Mapping[str, str] = field(default_factory=dict)  # RENTCHECK_SHIM_* minus files
+    state_dir: str = ""  # rentcheck's own files for this run (shim report, release flag)
+    name: str = "run"
+
+    def full_env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(SHIM_PREFIX)}
+        env.update(self.env)
+        if self.shim:
+            inherited = env.get("PYTHONPATH", "")
+            env["PYTHONPATH"] = SHIM_DIR + (os.pathsep + inherited if inherited else "")
+            env.update(self.shim_settings)
+            env[SHIM_PREFIX + "REPORT"] = self.report_path
+            env[SHIM_PREFIX + "RELEASE"] = self.release_path
+        return env
+
+    @property
+    def report_path(self) -> str:
+        return os.path.join(self.state_dir, f"{self.name}.shim.jsonl")
+
+    @property
+    def release_path(self) -> str:
+        return os.path.join(self.state_dir, f"{self.name}.release")
+
+
+_SECRET_NAME = re.compile(
+    r"(?i)(?:^|_)(?:token|secret|password|passwd|api_?key|access_?key|credentials?|auth)(?:_|$)"
+)
+
+
+def redacted(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` for reports: values of secret-looking names are replaced by ``$NAME``."""
+    return {k: f"${k}" if _SECRET_NAME.search(k) else v for k, v in env.items()}
+
+
+def reproduce_line(launch: Launch) -> str:
+    """A shell line that reruns the command like rentcheck did, in a fresh empty directory.
+
+    Secret-looking variables are passed as ``NAME="$NAME"``, never with their value.
+    """
+    shown = dict(launch.env)
+    if launch.shim:
+        shown["PYTHONPATH"] = launch.full_env()["PYTHONPATH"]
+        shown.update(launch.shim_settings)
+
+    def assign(key: str, value: str) -> str:
+        return f'{key}="${key}"' if _SECRET_NAME.search(key) else f"{key}={shlex.quote(value)}"
+
+    assignments = " ".join(assign(k, v) for k, v in sorted(shown.items()))
+    command = " ".join(shlex.quote(a) for a in launch.argv)
+    return f'cd "$(mktemp -d)" && env {assignments} {command}'
+
+
+class ShimEvents:
+    """The shim's JSON lines, read incrementally while the run is alive."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.events: list[dict[str, Any]] = []
+        self._offset = 0
+        self._partial = b""
+
+    def read_new(self) -> list[dict[str, Any]]:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
+        except OSError:
+            return []
+        self._offset += len(data)
+        chunks = (self._partial + data).split(b"\n")
+        self._partial = chunks.pop()
+        new = []
+        for chunk in chunks:
+            with contextlib.suppress(ValueError):
+                event = json.loads(chunk)
+                if isinstance(event, dict):
+                    new.append(event)
+        self.events.extend(new)
+        return new
+
+
+@dataclass
+class ProcessResult:
+    launch: Launch
+    returncode: int | None
+    timed_out: bool
+    sent_signal: int | None  # the signal rentcheck sent on a trigger, if it did
+    lines: list[str]
+    duration: float
+    events: list[dict[str, Any]]
+    dropped_lines: int = 0
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is None or self.returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.returncode).name
+        except ValueError:
+            return f"signal {-self.returncode}"
+
+
+def _pump(fd: int, lines: list[str], dropped: list[int]) -> None:
+    pending = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        parts = _LINE_BREAK.split(pending + chunk)
+        pending = parts.pop()
+        lines.extend(p.decode("utf-8", "replace") for p in parts)
+        if len(lines) > MAX_LINES:
+            # Keep the head (tracebacks at start-up) and the tail (the last steps).
+            excess = len(lines) - MAX_LINES // 2
+            del lines[1000 : 1000 + excess]
+            dropped[0] += excess
+    if pending:
+        lines.append(pending.decode("utf-8", "replace"))
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _start(launch: Launch) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            list(launch.argv),
+            cwd=launch.cwd,
+            env=launch.full_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise GateError(
+            f"cannot start {launch.argv[0]!r}: {exc.strerror or exc}",
+            hint="check `command` in [tool.rentcheck.smoke]/[tool.rentcheck.resume]; relative "
+            "paths are resolved in a fresh temp dir, so write {root}/train.py",
+        ) from exc
+
+
+def _wait(
+    proc: subprocess.Popen[bytes],
+    launch: Launch,
+    trigger: Trigger | None,
+    *,
+    deadline: float,
+    shim: ShimEvents,
+    lines: list[str],
+    poll_s: float,
+) -> tuple[bool, int | None]:
+    """Wait for the main process; returns (timed out, signal sent on the trigger)."""
+    sent: int | None = None
+    while proc.returncode is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return True, sent
+        # Without a pending trigger there is nothing to poll for: block on the PID.
+        timeout = remaining if trigger is None or sent is not None else poll_s
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=timeout)
+        if proc.returncode is None and trigger is not None and sent is None:
+            shim.read_new()
+            sent = trigger(shim, lines)
+            if sent is not None:
+                _signal_group(proc.pid, sent)
+                if launch.shim and sent != signal.SIGKILL:
+                    # A program that handles SIGTERM must be able to go on and save.
+                    with open(launch.release_path, "w", encoding="utf-8"):
+                        pass
+    return False, sent
+
+
+def supervise(
+    launch: Launch, trigger: Trigger | None = None, poll_s: float = 0.005
+) -> ProcessResult:
+    """Run ``launch`` to its end; ``trigger`` (polled) may ask for a signal to the group."""
+    if launch.shim and not launch.state_dir:
+        raise ValueError("a shim run needs a state_dir")
+    started = time.monotonic()
+    proc = _start(launch)
+    stdout = proc.stdout
+    if stdout is None:  # pragma: no cover - stdout=PIPE always gives one
+        raise RuntimeError("no stdout pipe")
+    lines: list[str] = []
+    dropped = [0]
+    reader = threading.Thread(target=_pump, args=(stdout.fileno(), lines, dropped), daemon=True)
+    reader.start()
+    shim = ShimEvents(launch.report_path if launch.shim else os.devnull)
+    timed_out, sent = False, None
+    try:
+        timed_out, sent = _wait(
+            proc,
+            launch,
+            trigger,
+            deadline=started + launch.timeout,
+            shim=shim,
+            lines=lines,
+            poll_s=poll_s,
+        )
+        if timed_out:
+            _signal_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=TERM_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+    finally:
+        if proc.returncode is None:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+        # Whatever is left of the group (DataLoader workers, a forgotten child) goes too.
+        _signal_group(proc.pid, signal.SIGKILL)
+        reader.join(timeout=TERM_GRACE_S)
+        if not reader.is_alive():  # else a process outside the group still holds the pipe
+            stdout.close()
+    shim.read_new()
+    return ProcessResult(
+        launch=launch,
+        returncode=proc.returncode,
+        timed_out=timed_out,
+        sent_signal=sent,
+        lines=lines,
+        duration=time.monotonic() - started,
+        events=shim.events,
+        dropped_lines=dropped[0],
+    )

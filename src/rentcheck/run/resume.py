@@ -1,0 +1,260 @@
+"""The resume gate: kill the identical command at an exact point, relaunch it, compare.
+
+Three things run, side by side as far as the CPUs allow, each in its own fresh working
+directory:
+
+* the reference: the command, uninterrupted, to its end;
+* the kill chain: killed (SIGKILL) half an interval after its first checkpoint, relaunched,
+  killed again (SIGTERM) the same way, relaunched to the end: each relaunch is a resume;
+* the save chain: killed (SIGKILL) in the middle of writing its second checkpoint, relaunched.
+
+Relaunches run the byte-identical command line and environment; rentcheck adds no resume flag,
+because loading the newest checkpoint on start-up is what is under test. With the step shim the
+kill points are exact (the shim holds the process still and the supervisor kills its group);
+without it they follow the log and the checkpoint directory, as closely as polling allows.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any
+
+from rentcheck.model import Finding, Severity
+from rentcheck.run import ckptdir, shimreport
+from rentcheck.run.logparse import strip_ansi
+from rentcheck.run.process import (
+    Launch,
+    ShimEvents,
+    cpu_env_block,
+    supervise,
+)
+from rentcheck.run.resume_judge import judge
+from rentcheck.run.resume_outcome import ResumeOutcome
+from rentcheck.run.rules import SHIM_UNAVAILABLE
+from rentcheck.run.runs import Chain, Interrupt, RunRecord
+from rentcheck.run.settings import ResumeSettings
+
+__all__ = ["ResumeOutcome", "run_reference", "run_resume"]
+
+
+class _KillTrigger:
+    """Decides when to signal an interrupted run: at the shim's pause, else from log and dir."""
+
+    def __init__(self, plan: Interrupt, settings: ResumeSettings, ckpt_dir: str) -> None:
+        self.plan, self.settings, self.ckpt_dir = plan, settings, ckpt_dir
+        self.shim_active = False
+        self.seen = 0  # shim events already looked at
+        self.lines_seen = 0
+        self.steps = 0  # step lines seen in the log
+        self.first_checkpoint_at: int | None = None
+        self.sizes: dict[str, int] | None = None
+
+    def __call__(self, events: ShimEvents, lines: Sequence[str]) -> int | None:
+        for event in events.events[self.seen :]:
+            if event.get("e") == "torch":
+                self.shim_active = True
+            if event.get("e") == "pause" and event.get("reason") == self.plan.kind:
+                return self.plan.sig
+        self.seen = len(events.events)
+        if self.shim_active:
+            return None  # the shim pauses at the exact point; polling would only race it
+        return self._fallback(lines)
+
+    def _fallback(self, lines: Sequence[str]) -> int | None:
+        new = lines[self.lines_seen : len(lines)]
+        self.lines_seen += len(new)
+        patterns = self.settings.step_patterns
+        self.steps += sum(1 for line in new if any(p.search(strip_ansi(line)) for p in patterns))
+        listing = _sizes(self.ckpt_dir)
+        if self.first_checkpoint_at is None:
+            if self.steps >= 1 and any(not ckptdir.is_temp_name(n) for n in listing):
+                self.first_checkpoint_at = self.steps
+                self.sizes = listing
+            return None
+        if self.plan.kind == "step":
+            first = self.first_checkpoint_at
+            return self.plan.sig if self.steps >= first + max(1, first // 2) else None
+        previous, self.sizes = self.sizes or {}, listing
+        # Growing: a temp file appeared, or a file got bigger between two polls. A checkpoint
+        # that appeared complete under its final name was not caught mid-write.
+        growing = [
+            name
+            for name, size in listing.items()
+            if (name in previous and previous[name] != size)
+            or (name not in previous and ckptdir.is_temp_name(name))
+        ]
+        return self.plan.sig if growing else None
+
+
+def _sizes(directory: str) -> dict[str, int]:
+    try:
+        with os.scandir(directory) as entries:
+            return {e.name: e.stat(follow_symlinks=False).st_size for e in entries}
+    except OSError:
+        return {}
+
+
+def _launch(
+    settings: ResumeSettings, workdir: str, state_dir: str, label: str, plan: Interrupt | None
+) -> Launch:
+    shim_settings = {"RENTCHECK_SHIM_LOSSES": "1", "RENTCHECK_SHIM_DIGEST": "1"}
+    if plan is not None:
+        shim_settings["RENTCHECK_SHIM_PAUSE"] = plan.kind
+    return Launch(
+        argv=settings.argv,
+        cwd=workdir,
+        env={**cpu_env_block(settings.offline, workdir), **settings.env},
+        timeout=settings.timeout,
+        shim=settings.shim != "off",
+        shim_settings=shim_settings,
+        state_dir=state_dir,
+        name=label,
+    )
+
+
+def _run_one(
+    settings: ResumeSettings, workdir: str, state_dir: str, label: str, plan: Interrupt | None
+) -> RunRecord:
+    launch = _launch(settings, workdir, state_dir, label, plan)
+    ckpt_dir = os.path.join(workdir, settings.checkpoint_dir)
+    trigger = _KillTrigger(plan, settings, ckpt_dir) if plan is not None else None
+    result = supervise(launch, trigger)
+    return RunRecord(
+        label=label,
+        result=result,
+        shim=shimreport.summarize(result.events, injected=launch.shim),
+        listing=ckptdir.list_checkpoint_dir(ckpt_dir),
+        ckpt_dir=ckpt_dir,
+        interrupt=plan,
+    )
+
+
+def run_reference(
+    settings: ResumeSettings, *, workdir_parent: str | None = None, state_dir: str | None = None
+) -> RunRecord:
+    """The uninterrupted run (its working dir is removed; the record keeps what is needed)."""
+    workdir = tempfile.mkdtemp(prefix="rentcheck-resume-reference-", dir=workdir_parent)
+    own_state = state_dir is None
+    state = state_dir or tempfile.mkdtemp(prefix="rentcheck-state-")
+    try:
+        return _run_one(settings, workdir, state, "reference", None)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        if own_state:
+            shutil.rmtree(state, ignore_errors=True)
+
+
+def _run_chain(
+    settings: ResumeSettings,
+    name: str,
+    plans: tuple[Interrupt, ...],
+    parent: str | None,
+    state_dir: str,
+) -> Chain:
+    workdir = tempfile.mkdtemp(prefix=f"rentcheck-resume-{name}-", dir=parent)
+    chain = Chain(name=name, interrupts=plans, runs=[], workdir=workdir)
+    try:
+        for index, plan in enumerate(plans):
+            record = _run_one(settings, workdir, state_dir, f"{name}{index + 1}", plan)
+            chain.runs.append(record)
+            if not record.interrupted:
+                return chain  # it ended on its own: nothing to relaunch
+        chain.runs.append(_run_one(settings, workdir, state_dir, f"{name}{len(plans) + 1}", None))
+    except BaseException:  # e.g. the command cannot start: no verdict, no directory to keep
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    return chain
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def plan_lanes(lengths: Sequence[int], cpus: int) -> list[list[int]]:
+    """Job indices per lane: at most ``cpus`` lanes, longest job first into the least loaded.
+
+    Torch start-up is CPU-bound: on two cores the reference fits behind the shorter chain
+    instead of slowing both chains down.
+    """
+    lanes: list[list[int]] = [[] for _ in range(max(1, min(cpus, len(lengths))))]
+    loads = [0] * len(lanes)
+    for index in sorted(range(len(lengths)), key=lambda i: -lengths[i]):
+        lane = loads.index(min(loads))
+        lanes[lane].append(index)
+        loads[lane] += lengths[index]
+    return lanes
+
+
+def _run_in_lanes(jobs: Sequence[tuple[int, Callable[[], Any]]], cpus: int) -> list[Any]:
+    """Run (length in runs, function) jobs lane by lane in parallel; results in job order."""
+    lanes = plan_lanes([length for length, _ in jobs], cpus)
+    results: list[Any] = [None] * len(jobs)
+
+    def run_lane(indices: list[int]) -> None:
+        for index in indices:
+            results[index] = jobs[index][1]()
+
+    with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
+        for future in [pool.submit(run_lane, lane) for lane in lanes]:
+            future.result()
+    return results
+
+
+def run_resume(
+    settings: ResumeSettings,
+    *,
+    reference: RunRecord | None = None,
+    workdir_parent: str | None = None,
+    keep_workdirs: bool | None = None,
+) -> ResumeOutcome:
+    """Run the gate. ``reference`` reuses an uninterrupted run of the same command (tests)."""
+    plans: list[tuple[str, tuple[Interrupt, ...]]] = []
+    if settings.signals:
+        plans.append(("kill", tuple(Interrupt("step", sig) for sig in settings.signals)))
+    if settings.kill_during_save:
+        plans.append(("save", (Interrupt("save", signal.SIGKILL),)))
+    state_dir = tempfile.mkdtemp(prefix="rentcheck-state-")
+    jobs: list[tuple[int, Callable[[], Any]]] = [
+        (len(p) + 1, partial(_run_chain, settings, name, p, workdir_parent, state_dir))
+        for name, p in plans
+    ]
+    if reference is None:
+        jobs.append(
+            (
+                1,
+                partial(
+                    run_reference, settings, workdir_parent=workdir_parent, state_dir=state_dir
+                ),
+            )
+        )
+    started = time.monotonic()
+    try:
+        results = _run_in_lanes(jobs, _cpus())
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)
+    chains: list[Chain] = results[: len(plans)]
+    ref = results[len(plans)] if reference is None else reference
+    duration = time.monotonic() - started
+    judgement = judge(settings, ref, chains)
+    outcome = ResumeOutcome(settings, ref, chains, judgement, duration, list(judgement.findings))
+    if settings.shim != "off" and not ref.shim.active:
+        severity = Severity.WARNING if settings.shim == "on" else Severity.NOTE
+        message = f"step shim {ref.shim.status}: {ref.shim.reason}"
+        outcome.findings.append(Finding(SHIM_UNAVAILABLE.code, severity, message))
+    keep = not outcome.passed if keep_workdirs is None else keep_workdirs
+    for chain in chains:
+        if keep:
+            outcome.workdirs.append(chain.workdir)
+        else:
+            shutil.rmtree(chain.workdir, ignore_errors=True)
+    return outcome

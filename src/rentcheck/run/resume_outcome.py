@@ -1,0 +1,107 @@
+"""What ``rentcheck resume`` reports: the verdict lines and the JSON of one gate run."""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+from rentcheck.model import Finding, Severity
+from rentcheck.run.process import redacted, reproduce_line
+from rentcheck.run.resume_judge import Judgement
+from rentcheck.run.runs import Chain, RunRecord
+from rentcheck.run.settings import ResumeSettings
+
+__all__ = ["ResumeOutcome"]
+
+
+@dataclass
+class ResumeOutcome:
+    settings: ResumeSettings
+    reference: RunRecord
+    chains: list[Chain]
+    judgement: Judgement
+    duration: float
+    findings: list[Finding] = field(default_factory=list)
+    workdirs: list[str] = field(default_factory=list)  # kept for inspection when it failed
+
+    @property
+    def passed(self) -> bool:
+        return not any(f.severity >= Severity.WARNING for f in self.findings)
+
+    @property
+    def ratio(self) -> float:
+        return (
+            self.duration / self.reference.result.duration
+            if self.reference.result.duration
+            else 0.0
+        )
+
+    def verdict_lines(self) -> list[str]:
+        ref = self.reference
+        lines = [
+            f"resume: {'PASSED' if self.passed else 'FAILED'}: {len(self.judgement.scenarios)} "
+            f"kill scenario(s) in {self.duration:.1f} s ({self.ratio:.1f}x one uninterrupted run)",
+            f"  command: {' '.join(self.settings.argv)}",
+            f"  reference: exit {ref.result.returncode} in {ref.result.duration:.1f} s; "
+            f"losses from the {self.judgement.source or 'nowhere'}; shim {ref.shim.status}",
+        ]
+        lines += [f"  {_describe(s)}" for s in self.judgement.scenarios]
+        if not self.passed:
+            lines.append(f"  reproduce: {reproduce_line(ref.result.launch)}")
+            lines += [f"  outputs kept in {w}" for w in self.workdirs]
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        ref = self.reference
+        return {
+            "passed": self.passed,
+            "duration_s": round(self.duration, 3),
+            "reference_duration_s": round(ref.result.duration, 3),
+            "ratio_to_reference": round(self.ratio, 3),
+            "command": list(self.settings.argv),
+            "env": redacted(ref.result.launch.env),
+            "checkpoint_dir": self.settings.checkpoint_dir,
+            "loss_source": self.judgement.source,
+            "shim": ref.shim.to_dict(),
+            "scenarios": self.judgement.scenarios,
+            "runs": [_run_dict(r) for r in [ref, *(r for c in self.chains for r in c.runs)]],
+            "reproduce": reproduce_line(ref.result.launch),
+            "workdirs_kept": self.workdirs,
+        }
+
+
+def _run_dict(run: RunRecord) -> dict[str, Any]:
+    return {
+        "label": run.label,
+        "exit_status": run.result.returncode,
+        "signal_sent": signal.Signals(run.result.sent_signal).name
+        if run.result.sent_signal
+        else None,
+        "timed_out": run.result.timed_out,
+        "duration_s": round(run.result.duration, 3),
+        "optimizer_steps": run.shim.steps,
+        "checkpoint_dir": run.listing.to_dict(),
+        "log_tail": run.result.lines[-10:],
+    }
+
+
+def _describe(s: dict[str, Any]) -> str:
+    if not s.get("ran"):
+        return f"{s['scenario']}: not exercised"
+    text = f"{s['scenario']}: killed after step {s.get('killed_after_step')}"
+    if s.get("cut_file"):
+        text += f" while writing {os.path.basename(str(s['cut_file']))}"
+    if s.get("relaunch_failed"):
+        return text + "; the relaunch FAILED"
+    first, durable = s.get("relaunch_first_step"), s.get("durable_checkpoint_step")
+    text += f" -> relaunch continued at step {first} (newest complete checkpoint: {durable})"
+    if s.get("compared_steps") is not None:
+        mismatch = s.get("first_mismatch")
+        text += f"; {s['compared_steps']} steps compared, " + (
+            "all equal" if mismatch is None else f"first difference at step {mismatch}"
+        )
+    if s.get("final_weights_compared"):
+        text += "; final weights " + ("equal" if s.get("final_weights_equal") else "DIFFER")
+    return text

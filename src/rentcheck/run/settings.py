@@ -1,0 +1,245 @@
+"""``[tool.rentcheck.smoke]`` / ``[tool.rentcheck.resume]`` -> validated run settings.
+
+``command`` is a string (split like a shell would) or a list; ``args`` are appended after the
+preset's args. In ``command``, ``args`` and ``env`` values, ``{root}`` is the project root (the
+config file's directory), ``{python}`` the interpreter running rentcheck, ``{steps}`` the step
+count and, for resume, ``{checkpoint_every}`` a third of it. The run's working directory is a
+fresh temp dir, so paths into the project must start with ``{root}``.
+
+``resume`` falls back to ``smoke``'s ``command``, ``env``, ``offline``, ``shim``, ``timeout``
+and ``preset``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rentcheck.config import Config, check_section_keys, section_error
+from rentcheck.run.logparse import DEFAULT_DIGEST_PATTERNS, DEFAULT_STEP_PATTERNS, compile_patterns
+from rentcheck.run.presets import PRESETS
+from rentcheck.run.rules import SMOKE_CLASSES
+
+__all__ = [
+    "RESUME_KEYS",
+    "SMOKE_KEYS",
+    "ResumeSettings",
+    "RunSettings",
+    "SmokeSettings",
+    "resume_settings",
+    "smoke_settings",
+]
+
+_COMMON = ("command", "args", "env", "steps", "timeout", "offline", "shim", "preset", "step-regex")
+SMOKE_KEYS = (*_COMMON, "allow")
+RESUME_KEYS = (*_COMMON, "checkpoint-dir", "signals", "kill-during-save", "rtol", "atol",
+               "digest-regex")  # fmt: skip
+_INHERITED = ("command", "env", "offline", "shim", "timeout", "preset")
+SHIM_MODES = ("auto", "on", "off")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    argv: tuple[str, ...]
+    env: Mapping[str, str]  # the project's own env table, on top of rentcheck's block
+    steps: int
+    timeout: float
+    offline: bool
+    shim: str  # auto | on | off
+    root: str  # project root: placeholders and the sandbox check use it
+    excludes: tuple[str, ...]
+    step_patterns: tuple[re.Pattern[str], ...]
+    preset: str | None
+
+
+@dataclass(frozen=True)
+class SmokeSettings(RunSettings):
+    allow: frozenset[str] = frozenset()  # waived failure classes
+
+
+@dataclass(frozen=True)
+class ResumeSettings(RunSettings):
+    checkpoint_dir: str = "checkpoints"  # relative to the run's working directory
+    signals: tuple[int, ...] = (signal.SIGKILL, signal.SIGTERM)
+    kill_during_save: bool = True
+    rtol: float = 0.0
+    atol: float = 0.0
+    digest_patterns: tuple[re.Pattern[str], ...] = ()
+
+
+class _Reader:
+    """Typed access to one section's merged table, with errors that name key and file."""
+
+    def __init__(self, config: Config, section: str, table: Mapping[str, Any]) -> None:
+        self.config, self.section, self.table = config, section, table
+
+    def error(self, key: str, problem: str, hint: str = "") -> Exception:
+        return section_error(self.config, self.section, key, problem, hint)
+
+    def strings(self, key: str, default: Sequence[str] = ()) -> tuple[str, ...]:
+        value = self.table.get(key, default)
+        if isinstance(value, str):
+            return tuple(shlex.split(value)) if key == "command" else (value,)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise self.error(key, "must be a string or a list of strings")
+        return tuple(value)
+
+    def number(self, key: str, default: float, minimum: float, integer: bool = False) -> float:
+        value: Any = self.table.get(key, default)
+        is_number = isinstance(value, int) or (not integer and isinstance(value, float))
+        if isinstance(value, bool) or not is_number or value < minimum:
+            kind = "an integer" if integer else "a number"
+            raise self.error(key, f"must be {kind} >= {minimum}, got {value!r}")
+        return float(value)
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.table.get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"must be true or false, got {value!r}")
+        return value
+
+    def choice(self, key: str, default: str, choices: Sequence[str]) -> str:
+        value = self.table.get(key, default)
+        if value not in choices:
+            raise self.error(key, f"is {value!r}", "use one of: " + ", ".join(choices))
+        return str(value)
+
+    def mapping(self, key: str) -> dict[str, str]:
+        value = self.table.get(key, {})
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            raise self.error(
+                key, "must be a table of NAME = value", 'e.g. env = {OMP_NUM_THREADS = "1"}'
+            )
+        return {k: "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+                for k, v in value.items()}  # fmt: skip
+
+    def patterns(self, key: str, defaults: Sequence[str], what: str) -> tuple[re.Pattern[str], ...]:
+        texts = self.strings(key, defaults)
+        try:
+            return compile_patterns(texts, what)
+        except (re.error, ValueError) as exc:
+            raise self.error(key, f"bad regex: {exc}") from None
+
+
+def _merged(
+    config: Config, section: str, keys: Sequence[str], overrides: Mapping[str, Any]
+) -> dict[str, Any]:
+    table = dict(check_section_keys(config, section, keys))
+    table.update({k: v for k, v in overrides.items() if v is not None})
+    return table
+
+
+def _common(reader: _Reader, section: str, default_steps: int) -> dict[str, Any]:
+    preset_name = reader.table.get("preset")
+    if preset_name is not None and preset_name not in PRESETS:
+        raise reader.error(
+            "preset", f"unknown preset {preset_name!r}", "use one of: " + ", ".join(PRESETS)
+        )
+    preset = PRESETS.get(str(preset_name)) if preset_name else None
+    command = reader.strings("command")
+    if not command:
+        raise reader.error(
+            "command",
+            "is not set",
+            f'set [tool.rentcheck.{section}] command = "{{python}} {{root}}/train.py" '
+            f"(or `{section}:` in rentcheck.yaml), or pass one after `--`",
+        )
+    steps = int(reader.number("steps", default_steps, 1, integer=True))
+    root = reader.config.root
+    values = {
+        "{root}": root,
+        "{python}": sys.executable,
+        "{steps}": str(steps),
+        "{checkpoint_every}": str(max(1, steps // 3)),
+    }
+
+    def fill(text: str) -> str:
+        for placeholder, value in values.items():
+            text = text.replace(placeholder, value)
+        return text
+
+    preset_args = (
+        (preset.smoke_args if section == "smoke" else preset.resume_args) if preset else ()
+    )
+    argv = tuple(fill(a) for a in (*command, *preset_args, *reader.strings("args")))
+    env = {**(preset.env if preset else {}), **reader.mapping("env")}
+    return {
+        "argv": argv,
+        "env": {k: fill(v) for k, v in env.items()},
+        "steps": steps,
+        "timeout": reader.number("timeout", 300.0, 1.0),
+        "offline": reader.boolean("offline", True),
+        "shim": reader.choice("shim", "auto", SHIM_MODES),
+        "root": root,
+        "excludes": reader.config.excludes,
+        "step_patterns": reader.patterns("step-regex", DEFAULT_STEP_PATTERNS, "step"),
+        "preset": preset.name if preset else None,
+    }
+
+
+def smoke_settings(config: Config, overrides: Mapping[str, Any] | None = None) -> SmokeSettings:
+    reader = _Reader(config, "smoke", _merged(config, "smoke", SMOKE_KEYS, overrides or {}))
+    allowed: set[str] = set()
+    by_name = {rule.name: kind for kind, rule in SMOKE_CLASSES.items()}
+    by_code = {rule.code: kind for kind, rule in SMOKE_CLASSES.items()}
+    for entry in reader.strings("allow"):
+        kind = entry if entry in SMOKE_CLASSES else by_name.get(entry) or by_code.get(entry.upper())
+        if kind is None:
+            raise reader.error(
+                "allow",
+                f"unknown failure class {entry!r}",
+                "use one of: " + ", ".join(SMOKE_CLASSES),
+            )
+        allowed.add(kind)
+    return SmokeSettings(**_common(reader, "smoke", 2), allow=frozenset(allowed))
+
+
+def _signal(reader: _Reader, name: str) -> int:
+    upper = name.upper()
+    full = upper if upper.startswith("SIG") else "SIG" + upper
+    if full not in {"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"}:
+        raise reader.error("signals", f"unsupported signal {name!r}", "use SIGKILL and/or SIGTERM")
+    return int(getattr(signal, full))
+
+
+def resume_settings(config: Config, overrides: Mapping[str, Any] | None = None) -> ResumeSettings:
+    smoke_table = check_section_keys(config, "smoke", SMOKE_KEYS)
+    table = _merged(config, "resume", RESUME_KEYS, overrides or {})
+    for key in _INHERITED:
+        if key not in table and key in smoke_table:
+            table[key] = smoke_table[key]
+    reader = _Reader(config, "resume", table)
+    common = _common(reader, "resume", 12)
+    preset = PRESETS.get(str(common["preset"])) if common["preset"] else None
+    ckpt_dir = str(
+        reader.table.get("checkpoint-dir") or (preset and preset.checkpoint_dir) or "checkpoints"
+    )
+    if os.path.isabs(ckpt_dir) or ".." in ckpt_dir.replace("\\", "/").split("/"):
+        raise reader.error(
+            "checkpoint-dir",
+            f"{ckpt_dir!r} must be relative to the run's working directory",
+            "each run gets its own fresh working dir; point the command's checkpoint flag there",
+        )
+    signals = tuple(
+        dict.fromkeys(_signal(reader, s) for s in reader.strings("signals", ("SIGKILL", "SIGTERM")))
+    )
+    kill_during_save = reader.boolean("kill-during-save", True)
+    if not signals and not kill_during_save:
+        raise reader.error(
+            "signals", "is empty and kill-during-save is off", "nothing would be tested"
+        )
+    return ResumeSettings(
+        **common,
+        checkpoint_dir=ckpt_dir,
+        signals=signals,
+        kill_during_save=kill_during_save,
+        rtol=reader.number("rtol", 0.0, 0.0),
+        atol=reader.number("atol", 0.0, 0.0),
+        digest_patterns=reader.patterns("digest-regex", DEFAULT_DIGEST_PATTERNS, "digest"),
+    )

@@ -1,0 +1,332 @@
+"""rentcheck's step shim, imported by Python's ``site`` module because rentcheck puts this
+directory first on ``PYTHONPATH`` of the runs it supervises (``rentcheck smoke`` / ``resume``).
+
+It must work in the user's interpreter, which may not have rentcheck installed: stdlib only,
+Python 3.8 syntax, and it never raises into the user's program. What it does:
+
+* imports the ``sitecustomize`` it shadows (Debian's, a venv's, the user's), so that one still
+  runs exactly as without rentcheck;
+* waits for ``import torch`` (a ``sys.meta_path`` finder; a process that never imports torch pays
+  one JSON line), then registers torch's *global* optimizer step hooks, which fire for every
+  ``torch.optim.Optimizer`` without touching user objects, and wraps ``torch.save``;
+* counts optimizer steps, records each step's loss (the scalar passed to ``backward``), checks
+  that parameters stay finite, stops cleanly after N steps, or pauses at a step or in the middle
+  of a checkpoint write so that the supervisor can kill the run at an exact point;
+* reports everything as JSON lines appended to ``$RENTCHECK_SHIM_REPORT``.
+
+Settings come from ``RENTCHECK_SHIM_*`` variables; without them the shim only chains.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+_ENV = os.environ
+_PREFIX = "RENTCHECK_SHIM_"
+_HERE = os.path.dirname(os.path.realpath(__file__))
+_EXIT_NONFINITE = 3
+_EXIT_PAUSE_TIMEOUT = 75
+
+
+class _ShimState:
+    def __init__(self) -> None:
+        self.steps = 0  # optimizer steps taken in this process
+        self.losses: list[float] = []  # scalars passed to backward() since the last step
+        self.first_save_step: int | None = None  # steps done at the first checkpoint write
+        self.pause_at: int | None = None  # pause before the step after this one
+        self.paused = False
+        self.params: list[list[Any]] = []  # per optimizer, for the exit digest
+        self.optimizers: dict[int, int] = {}  # id(optimizer) -> index into params
+        self.fd: int | None = None
+        self.fd_pid = 0
+
+
+_State = _ShimState()
+
+
+def _setting(name: str) -> str:
+    return _ENV.get(_PREFIX + name, "")
+
+
+def _emit(event: str, **fields: Any) -> None:
+    """One JSON line per event, appended with a single write so processes never interleave."""
+    path = _setting("REPORT")
+    if not path:
+        return
+    try:
+        import json
+
+        if _State.fd is None or _State.fd_pid != os.getpid():
+            _State.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            _State.fd_pid = os.getpid()
+        fields.update(e=event, pid=os.getpid())
+        os.write(_State.fd, (json.dumps(fields, default=str) + "\n").encode())
+    except Exception:  # noqa: BLE001, S110 - reporting must never break the user's program
+        pass
+
+
+def _flush_stdio() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:  # noqa: SIM105 - contextlib would be one more import in every user process
+            stream.flush()
+        except Exception:  # noqa: BLE001, S110 - a closed stream is no reason to fail here
+            pass
+
+
+def _chain_shadowed_sitecustomize() -> str | None:
+    """Import the ``sitecustomize`` this module hides, as if rentcheck were not there."""
+    me = sys.modules.pop("sitecustomize", None)
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != _HERE]
+    try:
+        import importlib
+
+        chained = importlib.import_module("sitecustomize")
+    except ImportError as exc:
+        if exc.name != "sitecustomize":
+            _report_chain_error()
+        chained = None
+    except Exception:  # noqa: BLE001 - site.py itself only warns about a broken one
+        _report_chain_error()
+        chained = None
+    if chained is None:
+        if me is not None:
+            sys.modules["sitecustomize"] = me
+        return None
+    return str(getattr(chained, "__file__", "") or "")
+
+
+def _report_chain_error() -> None:
+    import traceback
+
+    sys.stderr.write("Error in sitecustomize (chained by rentcheck's shim):\n")
+    traceback.print_exc()
+
+
+class _TorchFinder:
+    """Waits for ``import torch`` and installs the hooks once torch has fully initialised."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != "torch":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(fullname)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        original = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            original(module)
+            try:
+                _install(module)
+            except Exception as exc:  # noqa: BLE001 - a shim bug must not break training
+                _emit("shim-error", error=f"{type(exc).__name__}: {exc}")
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _install(torch: Any) -> None:
+    from torch.optim.optimizer import (
+        register_optimizer_step_post_hook,
+        register_optimizer_step_pre_hook,
+    )
+
+    register_optimizer_step_pre_hook(_before_step)
+    register_optimizer_step_post_hook(_after_step)
+    _wrap_save(torch)
+    if _setting("LOSSES") == "1":
+        _wrap_backward(torch)
+    if _setting("DIGEST") == "1" or _setting("REPORT"):
+        import atexit
+
+        atexit.register(_at_exit)
+    _emit("torch", version=str(torch.__version__))
+
+
+def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    stop_after = _setting("STOP_AFTER")
+    if stop_after and _State.steps >= int(stop_after):
+        # Stopping before step N+1, not after step N, lets the program log step N itself.
+        _emit("stop", steps=_State.steps)
+        _flush_stdio()
+        os._exit(0)
+    if _State.pause_at is not None and _State.steps >= _State.pause_at:
+        _State.pause_at = None
+        _pause("step")
+
+
+def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    _State.steps += 1
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    index = _State.optimizers.setdefault(id(optimizer), len(_State.params))
+    if index == len(_State.params):
+        _State.params.append(params)
+    else:
+        _State.params[index] = params
+    losses, _State.losses = _State.losses, []
+    _emit("step", n=_State.steps, loss=losses)
+    if _setting("FINITE") == "1":
+        _check_finite(params)
+
+
+def _check_finite(params: list[Any]) -> None:
+    import torch
+
+    for position, param in enumerate(params):
+        if not bool(torch.isfinite(param.detach()).all()):
+            _emit(
+                "nonfinite",
+                step=_State.steps,
+                param=position,
+                shape=list(param.shape),
+                dtype=str(param.dtype),
+            )
+            _flush_stdio()
+            os._exit(_EXIT_NONFINITE)
+
+
+def _pause(reason: str, **fields: Any) -> None:
+    """Hold the process still until the supervisor has signalled it (or released it)."""
+    import time
+
+    _State.paused = True
+    _emit("pause", reason=reason, step=_State.steps, **fields)
+    _flush_stdio()
+    release = _setting("RELEASE")
+    deadline = time.monotonic() + float(_setting("PAUSE_TIMEOUT") or 600)
+    while time.monotonic() < deadline:
+        # Released after a catchable signal, so a program that saves on SIGTERM can go on.
+        if release and os.path.exists(release):
+            return
+        time.sleep(0.005)
+    _emit("pause-timeout")
+    os._exit(_EXIT_PAUSE_TIMEOUT)
+
+
+def _wrap_backward(torch: Any) -> None:
+    original = torch.autograd.backward
+
+    def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            if isinstance(tensors, torch.Tensor) and tensors.numel() == 1:
+                _State.losses.append(float(tensors.detach()))
+        except Exception:  # noqa: BLE001, S110 - e.g. a meta tensor; the loss is only evidence
+            pass
+        return original(tensors, *args, **kwargs)
+
+    torch.autograd.backward = backward
+
+
+class _PausingWriter:
+    """A file stand-in for torch.save: after the first chunk is on disk, the process pauses."""
+
+    def __init__(self, target: Any, dest: str | None) -> None:
+        self._target = target
+        self._dest = dest
+
+    def write(self, data: Any) -> Any:
+        written = self._target.write(data)
+        if not _State.paused:
+            self._target.flush()
+            _pause("save", dest=self._dest, bytes=len(data))
+        return written
+
+    def flush(self) -> Any:
+        return self._target.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+
+def _destination(f: Any) -> tuple[str | None, bool]:
+    """(absolute path written, whether it is a real file a kill can cut)."""
+    if isinstance(f, (str, bytes, os.PathLike)):
+        return os.path.abspath(os.fsdecode(f)), True
+    try:
+        f.fileno()
+    except Exception:  # noqa: BLE001 - BytesIO, fsspec buffers: nothing on disk to cut
+        return None, False
+    name = getattr(f, "name", None)
+    return (os.path.abspath(name) if isinstance(name, str) else None), True
+
+
+def _wrap_save(torch: Any) -> None:
+    original = torch.serialization.save
+
+    def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
+        dest, real_file = _destination(f)
+        step = _State.steps
+        if real_file and step >= 1 and _should_pause_in_save(step):
+            if isinstance(f, (str, bytes, os.PathLike)):
+                # torch would write a path from C++; a file object lets the shim see the bytes.
+                with open(f, "wb") as handle:
+                    writer = _PausingWriter(handle, dest)
+                    return _recorded(lambda: original(obj, writer, *args, **kwargs), dest, step)
+            f = _PausingWriter(f, dest)
+        return _recorded(lambda: original(obj, f, *args, **kwargs), dest, step)
+
+    torch.save = save
+    torch.serialization.save = save
+
+
+def _should_pause_in_save(step: int) -> bool:
+    if _State.first_save_step is None:
+        _State.first_save_step = step
+        if _setting("PAUSE") == "step":
+            # Half an interval after the first checkpoint: between that one and the next.
+            _State.pause_at = step + max(1, step // 2)
+        return False
+    # The first write of the *next* checkpoint, so an older complete one exists to fall back to.
+    return _setting("PAUSE") == "save" and step > _State.first_save_step and not _State.paused
+
+
+def _recorded(call: Any, dest: str | None, step: int) -> Any:
+    try:
+        result = call()
+    except BaseException as exc:
+        _emit("save", step=step, dest=dest, ok=False, error=f"{type(exc).__name__}: {exc}")
+        raise
+    _emit("save", step=step, dest=dest, ok=True)
+    return result
+
+
+def _at_exit() -> None:
+    digest = None
+    if _setting("DIGEST") == "1" and _State.params:
+        try:
+            digest = _weights_digest()
+        except Exception as exc:  # noqa: BLE001 - report, never fail the exit
+            _emit("shim-error", error=f"digest: {type(exc).__name__}: {exc}")
+    _emit("exit", steps=_State.steps, digest=digest)
+
+
+def _weights_digest() -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for params in _State.params:
+        for param in params:
+            tensor = param.detach().to("cpu").contiguous()
+            digest.update(f"{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+            digest.update(bytes(tensor.clone().untyped_storage()))
+    return digest.hexdigest()
+
+
+def _main() -> None:
+    chained = _chain_shadowed_sitecustomize()
+    if not any(key.startswith(_PREFIX) for key in _ENV):
+        return
+    _emit("start", argv=list(sys.argv), ppid=os.getppid(), chained=chained)
+    if "torch" in sys.modules:  # imported by the chained sitecustomize
+        _install(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, _TorchFinder())
+
+
+_main()

@@ -1,0 +1,106 @@
+"""What the step shim saw in one run, from its JSON lines (see ``shim/sitecustomize.py``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ShimSummary", "summarize"]
+
+ACTIVE = "active"
+NO_TORCH = "no-torch"
+UNAVAILABLE = "unavailable"
+OFF = "off"
+
+_REASONS = {
+    ACTIVE: "counted optimizer steps through torch's global step hooks",
+    NO_TORCH: "loaded, but no process that loaded it imported torch (a `python -I`/`-S`/`-E` "
+    "child, or a program without torch.optim)",
+    UNAVAILABLE: "no process loaded it (`python -I`/`-S`/`-E`, a launcher that replaces "
+    "PYTHONPATH or sitecustomize, or not Python); judged by exit code and log only",
+    OFF: "disabled by `shim = off`; judged by exit code and log only",
+}
+
+
+@dataclass(frozen=True)
+class ShimSummary:
+    status: str
+    torch_version: str | None = None
+    steps: int = 0  # optimizer steps of the main training process
+    losses: tuple[tuple[float, ...], ...] = ()  # per step: the scalars passed to backward()
+    stopped_after: int | None = None  # the shim ended the run after this many steps
+    nonfinite: Mapping[str, Any] | None = None
+    saves: tuple[Mapping[str, Any], ...] = ()
+    pause: Mapping[str, Any] | None = None
+    digest: str | None = None
+    errors: tuple[str, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return self.status == ACTIVE
+
+    @property
+    def reason(self) -> str:
+        return _REASONS[self.status]
+
+    @property
+    def failed_saves(self) -> list[Mapping[str, Any]]:
+        return [s for s in self.saves if not s.get("ok")]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "torch_version": self.torch_version,
+            "optimizer_steps": self.steps,
+            "stopped_after": self.stopped_after,
+            "nonfinite": dict(self.nonfinite) if self.nonfinite else None,
+            "failed_saves": [dict(s) for s in self.failed_saves],
+            "weights_sha256": self.digest,
+            "errors": list(self.errors),
+        }
+
+
+def _main_pid(events: Sequence[Mapping[str, Any]]) -> int | None:
+    """The training process: most optimizer steps, else the first one that imported torch."""
+    steps = Counter(e.get("pid") for e in events if e.get("e") == "step")
+    if steps:
+        pid = steps.most_common(1)[0][0]
+        return int(pid) if pid is not None else None
+    for event in events:
+        if event.get("e") == "torch":
+            return int(event["pid"])
+    return None
+
+
+def summarize(events: Sequence[Mapping[str, Any]], injected: bool) -> ShimSummary:
+    if not injected:
+        return ShimSummary(status=OFF)
+    if not any(e.get("e") == "start" for e in events):
+        return ShimSummary(status=UNAVAILABLE)
+    pid = _main_pid(events)
+    torch_event = next((e for e in events if e.get("e") == "torch"), None)
+    if pid is None or torch_event is None:
+        return ShimSummary(status=NO_TORCH)
+    mine = [e for e in events if e.get("pid") == pid]
+    step_events = [e for e in mine if e.get("e") == "step"]
+
+    def first(kind: str) -> Mapping[str, Any] | None:
+        return next((e for e in mine if e.get("e") == kind), None)
+
+    stop = first("stop")
+    exit_event = first("exit")
+    return ShimSummary(
+        status=ACTIVE,
+        torch_version=str(torch_event.get("version")),
+        steps=max((int(e.get("n", 0)) for e in step_events), default=0),
+        losses=tuple(tuple(float(v) for v in e.get("loss") or ()) for e in step_events),
+        stopped_after=int(stop["steps"]) if stop else None,
+        nonfinite=first("nonfinite"),
+        saves=tuple(e for e in mine if e.get("e") == "save"),
+        pause=first("pause"),
+        digest=str(exit_event["digest"]) if exit_event and exit_event.get("digest") else None,
+        errors=tuple(str(e.get("error")) for e in events if e.get("e") == "shim-error"),
+    )

@@ -1,0 +1,217 @@
+"""The smoke gate: run the real entrypoint on CPU for a few optimizer steps, classify failures.
+
+One supervised run in a fresh temp working directory, with the CPU/tracker env block and (shim
+``auto``/``on``) the step shim that stops it cleanly after ``steps`` optimizer steps.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from rentcheck.model import Finding, Severity
+from rentcheck.run import shimreport
+from rentcheck.run.classify import Failure, classify_failure
+from rentcheck.run.logparse import Traceback, last_traceback, parse_steps
+from rentcheck.run.process import (
+    Launch,
+    ProcessResult,
+    cpu_env_block,
+    redacted,
+    reproduce_line,
+    supervise,
+)
+from rentcheck.run.rules import SHIM_UNAVAILABLE, SMOKE_CLASSES
+from rentcheck.run.sandbox import changed_paths, snapshot_tree
+from rentcheck.run.settings import SmokeSettings
+
+__all__ = ["SmokeOutcome", "run_smoke"]
+
+LOG_TAIL = 40
+LABELS = {
+    "import": "import error",
+    "config": "config error",
+    "data": "data pipeline error",
+    "shape-dtype": "shape/dtype error",
+    "hard-coded-cuda": "hard-coded CUDA",
+    "needs-gpu": "needs a GPU-only dependency",
+    "non-finite": "NaN/Inf",
+    "hang": "hang: timed out",
+    "checkpoint-save": "checkpoint save failed",
+    "outside-sandbox": "wrote outside its sandbox",
+    "needs-network": "needs network or an uncached download",
+    "crash": "crashed",
+    "no-steps": "no optimizer step",
+}
+
+
+@dataclass
+class SmokeOutcome:
+    settings: SmokeSettings
+    result: ProcessResult
+    shim: shimreport.ShimSummary
+    failure: Failure | None
+    outside: list[str]
+    losses: dict[int, str]  # step -> loss text, from the log
+    findings: list[Finding] = field(default_factory=list)
+    workdir: str | None = None  # kept for inspection when the smoke failed
+
+    @property
+    def observed_steps(self) -> int:
+        return max(self.shim.steps, len(self.losses))
+
+    @property
+    def passed(self) -> bool:
+        return not any(f.severity >= Severity.WARNING for f in self.findings)
+
+    @property
+    def ended_by(self) -> str:
+        r = self.result
+        if r.timed_out:
+            return f"timed out after {self.settings.timeout:g} s and was killed by rentcheck"
+        if self.shim.nonfinite:
+            step = self.shim.nonfinite.get("step")
+            return f"stopped by rentcheck at non-finite parameters after step {step}"
+        if r.returncode == 0 and self.shim.stopped_after is not None:
+            return f"stopped by rentcheck after {self.shim.stopped_after} optimizer steps"
+        if r.returncode == 0:
+            return "exited on its own (exit 0)"
+        if r.signal_name:
+            return f"was killed by {r.signal_name}"
+        return f"exited with status {r.returncode}"
+
+    def reproduce(self) -> str:
+        return reproduce_line(self.result.launch)
+
+    def verdict_lines(self) -> list[str]:
+        head = "PASSED" if self.passed else "FAILED"
+        steps = f"{self.observed_steps} optimizer step{'s' if self.observed_steps != 1 else ''}"
+        lines = [
+            f"smoke: {head}: the run {self.ended_by} after {steps} in {self.result.duration:.1f} s",
+            f"  command: {' '.join(self.settings.argv)}",
+            f"  shim: {self.shim.status} ({self.shim.reason})",
+        ]
+        if self.failure is not None:
+            detail = f" ({self.failure.detail})" if self.failure.detail else ""
+            lines.append(f"  class: {self.failure.kind}: {self.failure.evidence}{detail}")
+        if not self.passed:
+            lines.append(f"  reproduce: {self.reproduce()}")
+            if self.workdir:
+                lines.append(f"  outputs kept in {self.workdir}")
+            lines.append(f"  last {LOG_TAIL} log lines:")
+            lines += [f"    | {line}" for line in self.result.lines[-LOG_TAIL:]]
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "ended_by": self.ended_by,
+            "class": self.failure.kind if self.failure else None,
+            "evidence": self.failure.evidence if self.failure else None,
+            "optimizer_steps": self.observed_steps,
+            "exit_status": self.result.returncode,
+            "timed_out": self.result.timed_out,
+            "duration_s": round(self.result.duration, 3),
+            "command": list(self.settings.argv),
+            "env": redacted(self.result.launch.env),
+            "reproduce": self.reproduce(),
+            "workdir_kept": self.workdir,
+            "shim": self.shim.to_dict(),
+            "wrote_outside": self.outside,
+            "log_tail": self.result.lines[-LOG_TAIL:],
+        }
+
+
+def _location(tb: Traceback | None, root: str) -> tuple[str | None, int | None]:
+    """The innermost traceback frame inside the project, as (relative path, line)."""
+    if tb is None:
+        return None, None
+    root = os.path.realpath(root)
+    for path, line, _ in reversed(tb.frames):
+        full = os.path.realpath(path)
+        if full.startswith(root + os.sep):
+            return os.path.relpath(full, root).replace(os.sep, "/"), line
+    return None, None
+
+
+def _findings(outcome: SmokeOutcome) -> list[Finding]:
+    settings, failure = outcome.settings, outcome.failure
+    details = {
+        "class": failure.kind if failure else None,
+        "reproduce": outcome.reproduce(),
+        "log_tail": outcome.result.lines[-LOG_TAIL:],
+        "ended_by": outcome.ended_by,
+    }
+    findings = []
+    if failure is not None:
+        rule = SMOKE_CLASSES[failure.kind]
+        waived = failure.kind in settings.allow
+        path, line = _location(last_traceback(outcome.result.lines), settings.root)
+        detail = f" ({failure.detail})" if failure.detail else ""
+        message = f"{LABELS[failure.kind]}: {failure.evidence}{detail}"
+        if waived:
+            message += f" [allowed: {failure.kind}]"
+        severity = Severity.NOTE if waived else rule.default_severity
+        findings.append(Finding(rule.code, severity, message, path, line, details=details))
+    if outcome.outside:
+        rule = SMOKE_CLASSES["outside-sandbox"]
+        shown = ", ".join(outcome.outside[:5]) + (" ..." if len(outcome.outside) > 5 else "")
+        severity = Severity.NOTE if "outside-sandbox" in settings.allow else rule.default_severity
+        message = f"the run changed files in the project: {shown}"
+        extra = {**details, "class": "outside-sandbox", "files": outcome.outside}
+        findings.append(Finding(rule.code, severity, message, details=extra))
+    # A run that failed before its first step was not hurt by a missing shim.
+    mattered = failure is None or outcome.observed_steps > 0
+    if settings.shim != "off" and not outcome.shim.active and mattered:
+        severity = Severity.WARNING if settings.shim == "on" else Severity.NOTE
+        message = f"step shim {outcome.shim.status}: {outcome.shim.reason}"
+        findings.append(Finding(SHIM_UNAVAILABLE.code, severity, message))
+    return findings
+
+
+def run_smoke(
+    settings: SmokeSettings, *, workdir_parent: str | None = None, keep_workdir: bool | None = None
+) -> SmokeOutcome:
+    """Run the smoke once. ``keep_workdir`` None keeps the working dir only when it failed."""
+    workdir = tempfile.mkdtemp(prefix="rentcheck-smoke-", dir=workdir_parent)
+    state_dir = tempfile.mkdtemp(prefix="rentcheck-state-")
+    try:
+        launch = Launch(
+            argv=settings.argv,
+            cwd=workdir,
+            env={**cpu_env_block(settings.offline, workdir), **settings.env},
+            timeout=settings.timeout,
+            shim=settings.shim != "off",
+            shim_settings={
+                "RENTCHECK_SHIM_STOP_AFTER": str(settings.steps),
+                "RENTCHECK_SHIM_FINITE": "1",
+            },
+            state_dir=state_dir,
+            name="smoke",
+        )
+        before = snapshot_tree(settings.root, settings.excludes, skip=[workdir, state_dir])
+        result = supervise(launch)
+        after = snapshot_tree(settings.root, settings.excludes, skip=[workdir, state_dir])
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(state_dir, ignore_errors=True)
+    shim = shimreport.summarize(result.events, injected=launch.shim)
+    _, records = parse_steps(result.lines, settings.step_patterns)
+    losses = {r.step if r.step is not None else i: r.loss or "" for i, r in enumerate(records, 1)}
+    outside = changed_paths(before, after) if before is not None and after is not None else []
+    failure = classify_failure(
+        result.returncode, result.timed_out, result.lines, shim, max(shim.steps, len(losses))
+    )
+    outcome = SmokeOutcome(settings, result, shim, failure, outside, losses)
+    outcome.findings = _findings(outcome)
+    keep = not outcome.passed if keep_workdir is None else keep_workdir
+    if keep:
+        outcome.workdir = workdir
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return outcome

@@ -1,0 +1,55 @@
+"""The resume gate without the step shim (a trainer without torch): kills follow the log and
+the checkpoint directory instead of exact pauses, and the verdicts are the same."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tinykit import fake_project
+
+ARGS = "--steps, '{steps}', --ckpt-every, '{checkpoint_every}', --sleep, '0.15'"
+
+
+def _resume(cli, root: Path, *extra: str) -> dict:  # type: ignore[no-untyped-def]
+    result = cli("resume", "--output-format", "json", *extra, cwd=root)
+    doc = json.loads(result.out)
+    assert result.code == doc["exit_code"]
+    return doc
+
+
+def test_an_exact_resume_passes_after_sigkill_and_sigterm(cli, tmp_path) -> None:
+    doc = _resume(cli, fake_project(tmp_path / "p", resume_args=ARGS), "--no-kill-during-save")
+    assert doc["exit_code"] == 0, doc["resume"]["scenarios"]
+    assert doc["summary"]["by_code"] == {"RC614": 1}  # a note: no torch, so no shim
+    scenarios = doc["resume"]["scenarios"]
+    assert [s["scenario"] for s in scenarios] == [
+        "SIGKILL between checkpoints",
+        "SIGTERM between checkpoints",
+    ]
+    for scenario in scenarios:
+        durable = scenario["durable_checkpoint_step"]
+        assert durable >= 4 and scenario["relaunch_first_step"] == durable + 1
+        assert scenario["first_mismatch"] is None
+    assert scenarios[1]["final_weights_equal"]
+
+
+def test_a_slow_save_is_caught_growing_and_the_relaunch_falls_back(cli, tmp_path) -> None:
+    root = fake_project(tmp_path / "p", resume_args=ARGS + ", --slow-save")
+    doc = _resume(cli, root, "--signals", "SIGKILL", "--no-kill-during-save")
+    assert doc["exit_code"] == 0
+    doc = _resume(cli, root, "--signals", "")
+    scenario = doc["resume"]["scenarios"][0]
+    assert scenario["scenario"] == "SIGKILL during a checkpoint write" and scenario["ran"]
+    assert doc["exit_code"] == 0, scenario
+    assert scenario["relaunch_first_step"] == scenario["durable_checkpoint_step"] + 1
+
+
+@pytest.mark.parametrize(("flag", "code"), [("--never-load", "RC620"), ("--skip-rng", "RC622")])
+def test_resume_bugs_are_caught_without_the_shim(cli, tmp_path, flag: str, code: str) -> None:
+    root = fake_project(tmp_path / "p", resume_args=f"{ARGS}, {flag}")
+    doc = _resume(cli, root, "--signals", "SIGKILL", "--no-kill-during-save")
+    assert doc["exit_code"] == 1
+    assert [r["code"] for r in doc["results"] if r["severity"] != "note"] == [code]
+    assert doc["resume"]["workdirs_kept"]

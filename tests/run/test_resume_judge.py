@@ -1,0 +1,179 @@
+"""The resume verdict from finished runs, as data: which finding each kind of divergence gives."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from rentcheck.config import load_config
+from rentcheck.run.ckptdir import Listing
+from rentcheck.run.process import Launch, ProcessResult
+from rentcheck.run.resume_judge import judge
+from rentcheck.run.runs import Chain, Interrupt, RunRecord
+from rentcheck.run.settings import ResumeSettings, resume_settings
+from rentcheck.run.shimreport import ShimSummary
+
+REF = {n: f"{1.0 / n:.9e}" for n in range(1, 13)}
+CKPT = "/w/checkpoints"
+KILL = Interrupt("step", signal.SIGKILL)
+SAVE = Interrupt("save", signal.SIGKILL)
+OFF = ShimSummary(status="off")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> ResumeSettings:
+    (tmp_path / "rentcheck.yaml").write_text("resume:\n  command: train\n")
+    return resume_settings(load_config(str(tmp_path)))
+
+
+def log(steps: Iterable[int], losses: dict[int, str] | None = None, digest: str = "a") -> list[str]:
+    losses = {**REF, **(losses or {})}
+    lines = [f"step={n} loss={losses[n]}" for n in steps]
+    return [*lines, f"done weights_sha256={digest * 64}"] if digest else lines
+
+
+def run(
+    lines: list[str],
+    entries: Iterable[str] = (),
+    *,
+    code: int = 0,
+    sent: int | None = None,
+    shim: ShimSummary = OFF,
+) -> RunRecord:
+    launch = Launch(argv=("train",), cwd="/w", env={}, timeout=1, shim=False)
+    result = ProcessResult(launch, code if sent is None else -sent, False, sent, lines, 1.0, [])
+    names = tuple(entries)
+    return RunRecord("r", result, shim, Listing(True, names, tuple((n, 1) for n in names)), CKPT)
+
+
+def ckpts(*steps: int) -> list[str]:
+    return [f"ckpt-{s:06d}.pt" for s in steps]
+
+
+REFERENCE = run(log(range(1, 13)), ckpts(4, 8, 12))
+
+
+def chain(*runs: RunRecord, plans: tuple[Interrupt, ...] = (KILL,)) -> Chain:
+    return Chain("kill", plans, list(runs), "/w")
+
+
+def codes(settings: ResumeSettings, *chains: Chain, reference: RunRecord = REFERENCE) -> list[str]:
+    return [f.code for f in judge(settings, reference, chains).findings]
+
+
+def test_an_exact_resume_has_no_findings(settings: ResumeSettings) -> None:
+    killed = run(log(range(1, 7), digest=""), ckpts(4), sent=signal.SIGKILL)
+    relaunch = run(log(range(5, 13)), ckpts(4, 8, 12))
+    result = judge(settings, REFERENCE, [chain(killed, relaunch)])
+    assert result.findings == [] and result.source == "log"
+    (scenario,) = result.scenarios
+    assert scenario["killed_after_step"] == 6 and scenario["durable_checkpoint_step"] == 4
+    assert scenario["relaunch_first_step"] == 5 and scenario["compared_steps"] == 8
+    assert scenario["final_weights_compared"] and scenario["final_weights_equal"]
+
+
+def test_a_relaunch_from_step_one_is_a_step_reset_even_with_equal_losses(settings) -> None:
+    killed = run(log(range(1, 7), digest=""), ckpts(4), sent=signal.SIGKILL)
+    assert codes(settings, chain(killed, run(log(range(1, 13)), ckpts(4, 8, 12)))) == ["RC620"]
+
+
+def test_resuming_from_an_older_checkpoint_is_the_wrong_start(settings) -> None:
+    killed = run(log(range(1, 11), digest=""), ckpts(4, 8), sent=signal.SIGKILL)
+    assert codes(settings, chain(killed, run(log(range(5, 13)), ckpts(4, 8, 12)))) == ["RC621"]
+
+
+@pytest.mark.parametrize(("step", "code"), [(5, "RC622"), (6, "RC623"), (9, "RC623")])
+def test_the_first_mismatching_step_names_the_cause(settings, step: int, code: str) -> None:
+    killed = run(log(range(1, 7), digest=""), ckpts(4), sent=signal.SIGKILL)
+    bad = {n: "9.0e+00" for n in range(step, 13)}
+    relaunch = run(log(range(5, 13), bad, digest="b"), ckpts(4, 8, 12))
+    findings = judge(settings, REFERENCE, [chain(killed, relaunch)]).findings
+    # The different final weights follow from the divergence; they are not reported twice.
+    assert [f.code for f in findings] == [code]
+    assert (
+        f"loss at step {step} is 9.0e+00, the uninterrupted run's {REF[step]}"
+        in findings[0].message
+    )
+
+
+def test_tolerances_accept_small_differences(settings) -> None:
+    killed = run(log(range(1, 7), digest=""), ckpts(4), sent=signal.SIGKILL)
+    noisy = {n: f"{1.0 / n * (1 + 1e-7):.9e}" for n in range(5, 13)}
+    relaunch = run(log(range(5, 13), noisy), ckpts(4, 8, 12))
+    assert codes(settings, chain(killed, relaunch)) == ["RC622"]
+    loose = dataclasses.replace(settings, rtol=1e-6)
+    assert codes(loose, chain(killed, relaunch)) == []
+
+
+def test_a_run_that_differs_before_any_kill_is_not_deterministic(settings) -> None:
+    killed = run(log(range(1, 7), {2: "7.0e+00"}, digest=""), ckpts(4), sent=signal.SIGKILL)
+    relaunch = run(log(range(5, 13), {5: "7.0e+00"}), ckpts(4, 8, 12))
+    assert codes(settings, chain(killed, relaunch)) == ["RC628"]
+
+
+def test_final_weights_or_step_that_differ(settings) -> None:
+    killed = run(log(range(1, 7), digest=""), ckpts(4), sent=signal.SIGKILL)
+    relaunch = run(log(range(5, 13), digest="f"), ckpts(4, 8, 12))
+    findings = judge(settings, REFERENCE, [chain(killed, relaunch)]).findings
+    assert [f.code for f in findings] == ["RC624"] and "the run's own digest" in findings[0].message
+    short = run(log(range(5, 12)), ckpts(4, 8, 11))
+    assert codes(settings, chain(killed, short)) == ["RC624"]
+
+
+def test_the_kill_during_save_scenario(settings) -> None:
+    cut = ShimSummary(status="active", pause={"dest": f"{CKPT}/ckpt-000008.pt"})
+    killed = run(log(range(1, 9), digest=""), ckpts(4, 8), sent=signal.SIGKILL, shim=cut)
+    crashed = run(
+        ["RuntimeError: PytorchStreamReader failed reading zip archive"], ckpts(4, 8), code=1
+    )
+    findings = judge(settings, REFERENCE, [chain(killed, crashed, plans=(SAVE,))]).findings
+    assert [f.code for f in findings] == ["RC626", "RC626"]
+    assert "final name 'ckpt-000008.pt'" in findings[0].message
+    assert "the relaunch failed" in findings[1].message
+    # Atomic: the cut file is a temp file; the relaunch falls back to step 4 and is exact.
+    temp = ShimSummary(status="active", pause={"dest": f"{CKPT}/.ckpt-000008.pt.tmp-9"})
+    killed = run(
+        log(range(1, 9), digest=""), [*ckpts(4), ".ckpt-000008.pt.tmp-9"], sent=9, shim=temp
+    )
+    relaunch = run(log(range(5, 13)), ckpts(4, 8, 12))
+    assert codes(settings, chain(killed, relaunch, plans=(SAVE,))) == []
+    leftover = run(log(range(5, 13)), [*ckpts(4, 8, 12), ".ckpt-000008.pt.tmp-9"])
+    assert codes(settings, chain(killed, leftover, plans=(SAVE,))) == ["RC625"]
+
+
+def test_scenarios_that_could_not_run(settings) -> None:
+    never_killed = run(log(range(1, 13)), ckpts(4, 8, 12))
+    assert codes(settings, chain(never_killed)) == ["RC629"]
+    assert codes(settings, chain(never_killed, plans=(SAVE,))) == ["RC630"]
+    failed = run(log(range(1, 3), digest=""), code=1)
+    assert codes(settings, chain(failed)) == ["RC627"]
+
+
+def test_reference_problems_stop_the_judgement(settings) -> None:
+    killed = run(log(range(1, 7), digest=""), ckpts(4), sent=signal.SIGKILL)
+    any_chain = chain(killed, run(log(range(1, 13)), ckpts(4, 8, 12)))
+    assert codes(settings, any_chain, reference=run(["Traceback ..."], code=1)) == ["RC631"]
+    assert codes(settings, any_chain, reference=run(log(range(1, 13)), ["config.json"])) == [
+        "RC629"
+    ]
+    silent = run(["done"], ckpts(4, 8, 12))
+    assert codes(settings, any_chain, reference=silent)[0] == "RC632"
+
+
+def test_without_step_numbers_positions_are_inferred_from_the_losses(settings) -> None:
+    hf = dataclasses.replace(settings)  # the default patterns include the HF Trainer dict
+
+    def hf_log(steps: Iterable[int]) -> list[str]:
+        return [f"{{'loss': {REF[n]}, 'epoch': 0.1}}" for n in steps]
+
+    reference = run(hf_log(range(1, 13)), ckpts(4, 8, 12))
+    killed = run(hf_log(range(1, 7)), ckpts(4), sent=signal.SIGKILL)
+    result = judge(hf, reference, [chain(killed, run(hf_log(range(5, 13)), ckpts(4, 8, 12)))])
+    assert result.findings == []
+    assert result.scenarios[0]["relaunch_first_step"] == 5 and result.scenarios[0]["steps_inferred"]
+    reset = run(hf_log(range(1, 13)), ckpts(4, 8, 12))
+    assert codes(hf, chain(killed, reset), reference=reference) == ["RC620"]

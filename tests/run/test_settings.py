@@ -1,0 +1,108 @@
+"""[tool.rentcheck.smoke] / [tool.rentcheck.resume]: defaults, placeholders, presets, errors."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from rentcheck.config import load_config
+from rentcheck.errors import ConfigError
+from rentcheck.run.presets import PRESETS
+from rentcheck.run.settings import resume_settings, smoke_settings
+
+
+def _config(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    (tmp_path / "rentcheck.yaml").write_text(text)
+    return load_config(str(tmp_path))
+
+
+def test_placeholders_defaults_and_the_resume_fallback_to_smoke(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        "smoke:\n"
+        "  command: '{python} {root}/train.py --cfg \"tiny cfg.yaml\"'\n"
+        "  args: ['--steps', '{steps}']\n"
+        "  env: {DATA: '{root}/data', DEBUG: true}\n"
+        "resume:\n"
+        "  args: ['--steps', '{steps}', '--every', '{checkpoint_every}']\n",
+    )
+    smoke = smoke_settings(config)
+    root = str(tmp_path)
+    assert smoke.argv == (
+        sys.executable,
+        f"{root}/train.py",
+        "--cfg",
+        "tiny cfg.yaml",
+        "--steps",
+        "2",
+    )
+    assert smoke.env == {"DATA": f"{root}/data", "DEBUG": "true"}
+    assert (smoke.steps, smoke.timeout, smoke.offline, smoke.shim) == (2, 300.0, True, "auto")
+    resume = resume_settings(config)
+    assert resume.argv[-4:] == ("--steps", "12", "--every", "4")
+    assert resume.env == smoke.env  # inherited from smoke
+    assert resume.signals == (signal.SIGKILL, signal.SIGTERM) and resume.kill_during_save
+    assert resume.checkpoint_dir == "checkpoints" and (resume.rtol, resume.atol) == (0.0, 0.0)
+
+
+def test_overrides_win_and_presets_put_their_args_first(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        "smoke:\n  command: python run_clm.py\n  preset: hf-trainer\n  args: [--model, tiny]\n",
+    )
+    smoke = smoke_settings(config, {"steps": 3})
+    preset = PRESETS["hf-trainer"]
+    assert smoke.argv[:2] == ("python", "run_clm.py") and smoke.argv[-2:] == ("--model", "tiny")
+    assert "--logging_nan_inf_filter" in smoke.argv and smoke.argv[3] == "3"
+    assert len(smoke.argv) == 2 + len(preset.smoke_args) + 2
+    resume = resume_settings(config, {"command": ["python", "other.py"], "args": []})
+    assert resume.argv[:2] == ("python", "other.py") and resume.checkpoint_dir == "out"
+
+
+@pytest.mark.parametrize(
+    ("section", "text", "message"),
+    [
+        (
+            "smoke",
+            "smoke:\n  comand: x\n",
+            "smoke.comand in .*unknown key \\(did you mean 'command'",
+        ),
+        ("smoke", "smoke: {}\n", "smoke.command in .*is not set"),
+        ("smoke", "smoke:\n  command: x\n  steps: 0\n", "smoke.steps .*must be an integer >= 1"),
+        ("smoke", "smoke:\n  command: x\n  shim: maybe\n", "smoke.shim .*is 'maybe'"),
+        ("smoke", "smoke:\n  command: x\n  allow: [gpu-ish]\n", "unknown failure class 'gpu-ish'"),
+        ("smoke", "smoke:\n  command: x\n  preset: keras\n", "unknown preset 'keras'"),
+        ("smoke", "smoke:\n  command: x\n  step-regex: ['step (\\d+)']\n", "bad regex"),
+        ("smoke", "smoke:\n  command: x\n  env: [A]\n", "smoke.env .*must be a table"),
+        ("resume", "resume:\n  command: x\n  checkpoint-dir: /abs\n", "must be relative"),
+        ("resume", "resume:\n  command: x\n  checkpoint-dir: ../up\n", "must be relative"),
+        ("resume", "resume:\n  command: x\n  signals: [SIGSTOP]\n", "unsupported signal"),
+        ("resume", "resume:\n  command: x\n  signals: []\n  kill-during-save: false\n", "nothing"),
+        ("resume", "resume:\n  command: x\n  rtol: -1\n", "resume.rtol .*>= 0"),
+    ],
+)
+def test_bad_settings_name_the_key_and_the_file(
+    tmp_path: Path, section: str, text: str, message: str
+) -> None:
+    config = _config(tmp_path, text)
+    with pytest.raises(ConfigError, match=message) as info:
+        (smoke_settings if section == "smoke" else resume_settings)(config)
+    assert "rentcheck.yaml" in str(info.value)
+
+
+def test_allow_accepts_class_rule_name_or_code(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path, "smoke:\n  command: x\n  allow: [needs-gpu, smoke-needs-network, rc610]\n"
+    )
+    assert smoke_settings(config).allow == {"needs-gpu", "needs-network", "outside-sandbox"}
+
+
+def test_every_preset_fills_its_placeholders(tmp_path: Path) -> None:
+    for name, preset in PRESETS.items():
+        config = _config(tmp_path, f"smoke:\n  command: train\n  preset: {name}\n")
+        for argv in (smoke_settings(config).argv, resume_settings(config).argv):
+            assert not any("{" in a and "}" in a and a != "loggers={}" for a in argv), (name, argv)
+        assert preset.description

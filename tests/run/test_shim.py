@@ -1,0 +1,96 @@
+"""The sitecustomize shim in real interpreters: it chains, stays inert, and can be bypassed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rentcheck.run import shimreport
+from rentcheck.run.process import Launch, supervise
+from rentcheck.run.shim import SHIM_DIR
+
+PROGRAM = (
+    "import sys, sitecustomize\n"
+    "print('file=' + str(getattr(sitecustomize, '__file__', None)))\n"
+    f"print('shim-on-path=' + str(any(p.startswith({SHIM_DIR!r}) for p in sys.path)))\n"
+)
+
+
+def _run(
+    tmp_path: Path,
+    *flags: str,
+    pythonpath: str = SHIM_DIR,
+    report: bool = True,
+    program: str = PROGRAM,
+) -> tuple[str, list[dict]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RENTCHECK_SHIM_")}
+    env["PYTHONPATH"] = pythonpath
+    path = tmp_path / "report.jsonl"
+    if report:
+        env["RENTCHECK_SHIM_REPORT"] = str(path)
+    proc = subprocess.run(
+        [sys.executable, *flags, "-c", program], env=env, capture_output=True, text=True, check=True
+    )
+    events = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return proc.stdout + proc.stderr, events
+
+
+def test_it_reports_its_start_and_leaves_sys_path_clean(tmp_path: Path) -> None:
+    out, events = _run(tmp_path)
+    assert "shim-on-path=False" in out
+    assert [e["e"] for e in events] == ["start"]  # no torch: no hooks, no exit record
+    assert events[0]["chained"] is None and events[0]["argv"] == ["-c"]
+
+
+def test_it_chains_the_sitecustomize_it_shadows(tmp_path: Path) -> None:
+    user = tmp_path / "user_site"
+    user.mkdir()
+    (user / "sitecustomize.py").write_text("print('user sitecustomize ran')\n")
+    out, events = _run(tmp_path, pythonpath=f"{SHIM_DIR}{os.pathsep}{user}")
+    assert out.count("user sitecustomize ran") == 1
+    # The program sees the user's module as `sitecustomize`, exactly as without rentcheck.
+    assert f"file={user / 'sitecustomize.py'}" in out
+    assert events[0]["chained"] == str(user / "sitecustomize.py")
+
+
+def test_a_broken_shadowed_sitecustomize_is_reported_like_site_does(tmp_path: Path) -> None:
+    user = tmp_path / "user_site"
+    user.mkdir()
+    (user / "sitecustomize.py").write_text("raise RuntimeError('user bug')\n")
+    out, events = _run(tmp_path, pythonpath=f"{SHIM_DIR}{os.pathsep}{user}")
+    assert "Error in sitecustomize (chained by rentcheck's shim)" in out and "user bug" in out
+    assert events[0]["e"] == "start"  # and the program still ran
+
+
+def test_without_its_settings_it_only_chains(tmp_path: Path) -> None:
+    out, events = _run(tmp_path, report=False)
+    assert events == [] and "shim-on-path=False" in out
+
+
+@pytest.mark.parametrize("flag", ["-I", "-S", "-E"])
+def test_isolated_no_site_and_ignore_env_bypass_it(tmp_path: Path, flag: str) -> None:
+    out, events = _run(tmp_path, flag, program="print('ran')")
+    assert out == "ran\n" and events == []
+
+
+def test_a_launcher_that_replaces_pythonpath_gets_shim_unavailable(tmp_path: Path) -> None:
+    own = tmp_path / "own_site"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("print('their own sitecustomize')\n")
+    launcher = tmp_path / "launch.sh"
+    launcher.write_text(f'#!/bin/sh\nPYTHONPATH={own} exec {sys.executable} -c "print(1)"\n')
+    launcher.chmod(0o755)
+    state = tmp_path / "state"
+    state.mkdir()
+    launch = Launch(argv=(str(launcher),), cwd=str(tmp_path), env={}, timeout=60, shim=True,
+                    state_dir=str(state))  # fmt: skip
+    result = supervise(launch)
+    assert result.returncode == 0 and "their own sitecustomize" in result.lines
+    summary = shimreport.summarize(result.events, injected=True)
+    assert summary.status == "unavailable" and "replaces PYTHONPATH" in summary.reason
+    assert shimreport.summarize(result.events, injected=False).status == "off"
