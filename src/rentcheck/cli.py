@@ -49,6 +49,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "stale",
     "box",
     "run",
+    "pull",
 )
 
 

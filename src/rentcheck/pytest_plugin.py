@@ -37,6 +37,7 @@ _STATUS_NAME = "rentcheck-status"
 GATE_PLUGINS: tuple[str, ...] = (
     "rentcheck.box.pytest_gate",
     "rentcheck.run.pytest_gate",
+    "rentcheck.pull.pytest_gate",
 )
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from rentcheck.errors import ConfigError
 from rentcheck.lint import gitattributes, line_endings, shebang
+from rentcheck.lint.check import FileCheck, ProjectCheck
 from rentcheck.lint.python import checkpoint_rules, device_rules, ruff_bridge
 from rentcheck.lint.shell import (
     copy_success,
@@ -29,7 +30,6 @@ from rentcheck.lint.shell import (
     self_match,
     transfer,
 )
-from rentcheck.lint.check import FileCheck, ProjectCheck
 from rentcheck.meta_rules import UNKNOWN_CODE_RULE, UNUSED_SUPPRESSION_RULE
 from rentcheck.model import Rule
 
@@ -86,6 +86,7 @@ GATE_RULE_SOURCES: tuple[tuple[str, str], ...] = (
     ("rentcheck.box.rules", "BOX_RULES"),
     ("rentcheck.run.rules", "RUN_RULES"),
     ("rentcheck.pull.rules", "PULL_RULES"),
+    ("rentcheck.pull.teardown_rules", "TEARDOWN_RULES"),
 )
 
 

@@ -39,11 +39,11 @@ class Site:
                     count = site.hits[self.path] = site.hits.get(self.path, 0) + 1
                     site.active += 1
                     site.most_active = max(site.most_active, site.active)
+                self.counted = True
                 try:
                     site.answer(self, count)
                 finally:
-                    with site.lock:
-                        site.active -= 1
+                    site.done(self)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -74,10 +74,18 @@ class Site:
             )
         return self._send(handler, 200, body.encode(), "text/html; charset=utf-8")
 
-    @staticmethod
+    def done(self, handler: BaseHTTPRequestHandler) -> None:
+        """Count the request as finished once; before its answer is written, so a client
+        that starts its next request on receipt never overlaps with this one here."""
+        if getattr(handler, "counted", False):
+            handler.counted = False  # type: ignore[attr-defined]
+            with self.lock:
+                self.active -= 1
+
     def _send(
-        handler: BaseHTTPRequestHandler, status: int, body: bytes, kind: str = "text/plain"
+        self, handler: BaseHTTPRequestHandler, status: int, body: bytes, kind: str = "text/plain"
     ) -> None:
+        self.done(handler)
         handler.send_response(status)
         handler.send_header("Content-Type", kind)
         handler.send_header("Content-Length", str(len(body)))

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from rentcheck.model import Finding, Severity
 from rentcheck.pull.deep import DEEP_KINDS, deep_check
 from rentcheck.pull.formats.base import Issue
 from rentcheck.pull.formats.dispatch import choose_validator
+from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES
 from rentcheck.pull.formats.text import TextValidator
 from rentcheck.pull.manifest import ManifestEntry
+from rentcheck.pull.readpipe import INLINE_CHUNK, RING, BufferPool, Hasher
 from rentcheck.pull.rules import (
     DEEP_LOAD_FAILED,
     DIGEST_MISMATCH,
@@ -42,6 +44,9 @@ _O_FLAGS = (
 )
 
 
+OnRead = Callable[[int], None] | None  # told the byte count of each read
+
+
 @dataclass(frozen=True)
 class FileVerdict:
     path: str
@@ -58,6 +63,10 @@ class CheckOptions:
     deep: bool
     allowed: tuple[str, ...]
     chunk: int
+    max_header: int = MAX_HEADER_BYTES  # safetensors header cap
+    progress: Callable[[int], None] | None = None  # called with each chunk's byte count
+    pool: BufferPool | None = None  # read buffers shared by the workers of one run
+    pipeline: bool = True  # large files: hash on a helper thread (see readpipe)
 
 
 @dataclass
@@ -76,6 +85,46 @@ def to_finding(issue: Issue, path: str | None) -> Finding:
     )
 
 
+Feed = Callable[[memoryview], None] | None
+
+
+def _inline(f: Any, hasher: Hasher, buf: bytearray, n: int, *, feed: Feed, progress: OnRead) -> int:
+    """Small reads into one cache-resident buffer; every pass right after the read."""
+    sha, total = hasher.sha, 0
+    with memoryview(buf) as view:
+        while n:
+            piece = view[:n]
+            if feed is not None:
+                feed(piece)
+            sha.update(piece)
+            piece.release()
+            total += n
+            if progress is not None:
+                progress(n)
+            n = f.readinto(buf)
+    hasher.free.put(buf)
+    return total
+
+
+def _pipelined(
+    f: Any, hasher: Hasher, buf: bytearray, n: int, *, feed: Feed, progress: OnRead
+) -> int:
+    """Large reads; the hash of chunk k on the helper thread while chunk k+1 is validated."""
+    total = 0
+    while n:
+        if feed is not None:
+            with memoryview(buf) as view, view[:n] as piece:
+                feed(piece)
+        hasher.submit(buf, n)
+        total += n
+        if progress is not None:
+            progress(n)
+        buf = hasher.free.get()
+        n = f.readinto(buf)
+    hasher.free.put(buf)
+    return total
+
+
 def read_pass(lf: LocalFile, opts: CheckOptions) -> Outcome:
     """Open (safely), read once, hash and validate."""
     try:
@@ -86,40 +135,40 @@ def read_pass(lf: LocalFile, opts: CheckOptions) -> Outcome:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (lf.dev, lf.ino):
             return _unreadable(lf, "replaced by something else after it was listed; not read")
-        sha = hashlib.sha256()
-        buf = bytearray(opts.chunk)
-        view = memoryview(buf)
-        total, choice = 0, None
+        threaded = opts.pipeline and st.st_size > 2 * opts.chunk
+        pool = opts.pool or BufferPool()
+        if threaded:
+            hasher = Hasher(pool.take(RING, opts.chunk), threaded=True)
+        else:
+            hasher = Hasher(pool.take(1, min(opts.chunk, INLINE_CHUNK)), threaded=False)
+        total = 0
         try:
-            while True:
-                n = f.readinto(buf)
-                if not n:
-                    break
-                if choice is None:
-                    head = bytes(view[: min(n, 512)])
-                    choice = choose_validator(
-                        lf.rel,
-                        st.st_size,
-                        head,
-                        lambda off, k: os.pread(fd, k, off),
-                        extra_allowed=opts.allowed,
-                    )
-                piece = view[:n]
-                sha.update(piece)
-                if choice.validator is not None:
-                    choice.validator.feed(piece)
-                total += n
+            first = hasher.free.get()
+            n = f.readinto(first)
+            choice = choose_validator(
+                lf.rel,
+                st.st_size,
+                bytes(first[: min(n, 512)]),
+                lambda off, k: os.pread(fd, k, off),
+                extra_allowed=opts.allowed,
+                max_header=opts.max_header,
+            )
+            feed = choice.validator.feed if choice.validator is not None else None
+            if threaded:
+                total = _pipelined(f, hasher, first, n, feed=feed, progress=opts.progress)
+            else:
+                total = _inline(f, hasher, first, n, feed=feed, progress=opts.progress)
             after = os.fstat(fd)
         except OSError as exc:
-            return _unreadable(lf, f"read failed after {total} bytes: {exc.strerror}")
-    if choice is None:
-        choice = choose_validator(lf.rel, 0, b"", lambda off, k: b"", extra_allowed=opts.allowed)
+            return _unreadable(lf, f"read failed: {exc.strerror}")
+        finally:
+            pool.give(hasher.close())
     issues = choice.validator.finish() if choice.validator is not None else []
     if (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns) or total != st.st_size:
         issues.append(Issue(FILE_UNREADABLE, "changed while it was being verified"))
     tensors = choice.validator.tensors if choice.validator is not None else ()
     verdict = FileVerdict(
-        lf.rel, total, st.st_mtime_ns, sha.hexdigest(), choice.kind, len(tensors), 0
+        lf.rel, total, st.st_mtime_ns, hasher.sha.hexdigest(), choice.kind, len(tensors), 0
     )
     out = Outcome(verdict, issues, read=total)
     if choice.kind == "safetensors":
@@ -172,6 +221,7 @@ def verify_file(
     deep: bool = False,
     extra_allowed_globals: Iterable[str] = (),
     chunk_size: int = CHUNK_SIZE,
+    max_header: int = MAX_HEADER_BYTES,
 ) -> tuple[FileVerdict, list[Finding]]:
     """Check one file (no roster): digest, structure, safety, NaN/Inf; findings use ``rel``.
 
@@ -185,6 +235,6 @@ def verify_file(
         issue = Issue(FILE_UNREADABLE, f"cannot stat: {exc.strerror}")
         return FileVerdict(name, 0, 0, None, "unread", 0, 1), [to_finding(issue, name)]
     lf = LocalFile(name, real, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
-    opts = CheckOptions(deep, tuple(extra_allowed_globals), max(64 * 1024, chunk_size))
+    opts = CheckOptions(deep, tuple(extra_allowed_globals), max(64 * 1024, chunk_size), max_header)
     out = check_one(lf, expected, opts)
     return out.verdict, [to_finding(issue, name) for issue in out.issues]

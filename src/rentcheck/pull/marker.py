@@ -7,9 +7,8 @@ import json
 import os
 import platform
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +49,9 @@ class VerifiedMarker:
 
 
 def _version() -> str:
-    try:
-        return metadata.version("rentcheck")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    from rentcheck import __version__  # not importlib.metadata: 25 ms of start-up per run
+
+    return __version__
 
 
 def write_verified_marker(
@@ -61,14 +59,17 @@ def write_verified_marker(
     marker_path: str | os.PathLike[str] | None = None,
     *,
     fail_level: Severity = Severity.ERROR,
+    allow: Iterable[str] = (),
     extra: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the marker atomically; GateError (nothing written) unless the result is clean.
 
     Clean means: verified against a manifest, at least one file, every manifest file read, and
-    no finding at or above ``fail_level``.
+    no finding at or above ``fail_level`` other than those whose code is in ``allow`` (findings
+    the settings make advisory, e.g. NaN/Inf under ``nonfinite = "warn"``).
     """
-    blocking = [f for f in result.findings if f.severity >= fail_level]
+    allowed = frozenset(allow)
+    blocking = [f for f in result.findings if f.severity >= fail_level and f.code not in allowed]
     if result.manifest is None:
         raise GateError(
             "refusing to write PULL_VERIFIED.json without a valid manifest",
@@ -95,8 +96,10 @@ def write_verified_marker(
         "verifier": {"rentcheck": _version(), "python": platform.python_version()},
         "policy": {
             "deep": result.deep,
+            "hash": "sha256",
             "extra_allowed_globals": list(result.extra_allowed_globals),
             "fail_level": fail_level.label,
+            "advisory_codes": sorted(allowed),
         },
         "findings_below_fail_level": len(result.findings),
         "files": [
@@ -117,7 +120,7 @@ def load_verified_marker(path: str | os.PathLike[str]) -> VerifiedMarker:
             raw = json.loads(f.read(64 * 1024 * 1024))
     except (OSError, ValueError, RecursionError) as exc:
         raise FormatError(
-            f"cannot read {os.fspath(path)!r}: {exc}", "run `rentcheck pull verify` first"
+            f"cannot read {os.fspath(path)!r}: {exc}", "run `rentcheck verify` first"
         ) from None
     if not isinstance(raw, dict) or raw.get("schema") != VERIFIED_SCHEMA:
         raise FormatError(f"{os.fspath(path)!r} is not a {VERIFIED_SCHEMA} marker")

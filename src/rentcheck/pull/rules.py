@@ -299,7 +299,7 @@ PULL_RULES: tuple[Rule, ...] = (
         "verification is no longer covered, and teardown would destroy the only good copy.",
         "best.pt: size 1073741824 in the marker, 0 now",
         "every marker file unchanged",
-        "Verify again (`rentcheck pull verify`) before teardown.",
+        "Verify again (`rentcheck verify LOCAL_ROOT`) before teardown.",
     ),
 )
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from rentcheck.errors import FormatError
 from rentcheck.model import Finding, Severity
@@ -29,7 +30,9 @@ from rentcheck.pull.filecheck import (
     verify_file,
 )
 from rentcheck.pull.formats.base import Issue
+from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES
 from rentcheck.pull.manifest import Manifest, ManifestEntry, load_manifest, normalize_path
+from rentcheck.pull.readpipe import BufferPool
 from rentcheck.pull.rules import (
     EMPTY_PULL,
     LEFTOVER_PARTIAL,
@@ -43,11 +46,20 @@ from rentcheck.pull.walk import LocalFile, scan_tree
 __all__ = [
     "CHUNK_SIZE",
     "FileVerdict",
+    "Progress",
     "VerifyResult",
     "verify_file",
     "verify_pull",
     "verify_tree",
 ]
+
+
+class Progress(Protocol):
+    """Told the work ahead once, then every chunk read (from several threads at once)."""
+
+    def start(self, total_bytes: int, files: int) -> None: ...
+
+    def advance(self, nbytes: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -142,8 +154,13 @@ def verify_tree(
     expected_run_id: str | None = None,
     extra_allowed_globals: Iterable[str] = (),
     chunk_size: int = CHUNK_SIZE,
+    max_header: int = MAX_HEADER_BYTES,
+    progress: Progress | None = None,
 ) -> VerifyResult:
-    """Check ``local_root`` against ``manifest`` (or only structure/safety when it is None)."""
+    """Check ``local_root`` against ``manifest`` (or only structure/safety when it is None).
+
+    ``max_header`` caps a safetensors header; ``progress`` hears the bytes as they are read.
+    """
     root = os.fspath(local_root)
     local, problem_list = scan_tree(root)
     findings = [to_finding(issue, rel) for rel, issue in problem_list]
@@ -151,9 +168,22 @@ def verify_tree(
     findings += roster
     if manifest is None and not local:
         findings.append(to_finding(Issue(EMPTY_PULL, "the directory holds no files"), None))
-    opts = CheckOptions(deep, tuple(extra_allowed_globals), max(64 * 1024, chunk_size))
+    chunk = max(64 * 1024, chunk_size)
     order = sorted(todo, key=lambda rel: -local[rel].size)
     workers = max(1, jobs or min(4, os.cpu_count() or 1))
+    opts = CheckOptions(
+        deep,
+        tuple(extra_allowed_globals),
+        chunk,
+        max_header,
+        None if progress is None else progress.advance,
+        BufferPool(),
+        # Enough files to keep every worker busy: read inline, cache-friendly; otherwise
+        # give each large file a helper thread for its hash (see readpipe).
+        pipeline=workers == 1 or len(order) < 2 * workers,
+    )
+    if progress is not None:
+        progress.start(sum(local[rel].size for rel in order), len(order))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         outcomes = list(pool.map(lambda rel: check_one(local[rel], todo[rel], opts), order))
     shards: dict[str, frozenset[str]] = {}
@@ -185,6 +215,8 @@ def verify_pull(
     expected_run_id: str | None = None,
     extra_allowed_globals: Iterable[str] = (),
     chunk_size: int = CHUNK_SIZE,
+    max_header: int = MAX_HEADER_BYTES,
+    progress: Progress | None = None,
 ) -> VerifyResult:
     """Load ``manifest_path`` (default ``LOCAL_ROOT/PULL_MANIFEST.json``) and verify.
 
@@ -208,6 +240,8 @@ def verify_pull(
         expected_run_id=expected_run_id,
         extra_allowed_globals=extra_allowed_globals,
         chunk_size=chunk_size,
+        max_header=max_header,
+        progress=progress,
     )
     if problem is None:
         return result

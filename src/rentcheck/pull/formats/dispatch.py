@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from rentcheck.pull.formats.base import Issue, PRead, StreamValidator, TensorInfo
 from rentcheck.pull.formats.legacy import PickleStreamValidator
-from rentcheck.pull.formats.safetensors import SafetensorsValidator
+from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES, SafetensorsValidator
 from rentcheck.pull.formats.text import TextValidator
 from rentcheck.pull.formats.torchzip import TorchZipValidator
 from rentcheck.pull.rules import UNKNOWN_CHECKPOINT_FORMAT
@@ -59,13 +59,19 @@ class _Unknown:
 
 
 def choose_validator(
-    rel: str, size: int, head: bytes, pread: PRead, *, extra_allowed: Iterable[str] = ()
+    rel: str,
+    size: int,
+    head: bytes,
+    pread: PRead,
+    *,
+    extra_allowed: Iterable[str] = (),
+    max_header: int = MAX_HEADER_BYTES,
 ) -> Choice:
     """The validator for ``rel``; ``head`` is the start of the file (at least 512 bytes if any)."""
     suffix = suffix_of(rel)
     allowed = tuple(extra_allowed)
     if suffix == ".safetensors":
-        return Choice("safetensors", SafetensorsValidator(size))
+        return Choice("safetensors", SafetensorsValidator(size, max_header=max_header))
     if suffix in _TEXT:
         keep = rel.endswith(".safetensors.index.json")
         return Choice(_TEXT[suffix], TextValidator(size, _TEXT[suffix], keep=keep))

@@ -1,11 +1,11 @@
 """Exact NaN/Inf counting on raw little-endian tensor bytes, fed in arbitrary chunks.
 
 A float is non-finite exactly when its exponent bits are all ones, i.e. when its bits without
-the sign are at least the +Inf pattern. So the test is integer arithmetic on an unsigned view of
-the bytes: one AND and one max per chunk when everything is finite (8-9 GB/s for fp32/bf16 here,
-the ``torch.aminmax`` class), and an exact mask-and-count only for chunks that hold a NaN/Inf.
-It never converts bf16 or float8 to anything. numpy is optional; without it
-the scanner reports itself as skipped instead of guessing.
+the sign are at least the +Inf pattern. So the test is integer arithmetic on the raw bytes: a
+signed and an unsigned max per chunk when everything is finite (about 20 GB/s on cached data
+for fp32/bf16/fp16, the ``torch.aminmax`` class), and an exact mask-and-count only for chunks
+that hold a NaN/Inf. It never converts bf16 or float8 to anything. numpy is optional; without
+it the scanner reports itself as skipped instead of guessing.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ FLOAT_SPECS: dict[str, _Spec] = {
 }
 
 _UINT = {1: "<u1", 2: "<u2", 4: "<u4", 8: "<u8"}
+_INT = {2: "<i2", 4: "<i4", 8: "<i8"}
 
 
 @functools.lru_cache(maxsize=1)
@@ -73,8 +74,16 @@ def count_nonfinite(np: Any, dtype: str, data: memoryview | bytes) -> tuple[int,
     if not len(data):
         return 0, 0
     a = np.frombuffer(data, dtype=_UINT[spec.itemsize])
-    if spec.value != 0x80 and int((a & spec.absmask).max()) < spec.value:
-        return 0, 0  # fast path: |x| below the first NaN/Inf pattern everywhere (one AND + max)
+    if spec.itemsize > 1:
+        # Sign-magnitude IEEE formats: a positive NaN/Inf is the largest signed value, a
+        # negative one the largest unsigned value. Two allocation-free reductions (about
+        # 20 GB/s on data already in cache) decide the common, all-finite case exactly.
+        signed = np.frombuffer(data, dtype=_INT[spec.itemsize])
+        sign = 1 << (8 * spec.itemsize - 1)
+        if int(signed.max()) < spec.value and int(a.max()) < sign | spec.value:
+            return 0, 0
+    elif spec.value != 0x80 and int((a & spec.absmask).max()) < spec.value:
+        return 0, 0  # one-byte formats: |x| below the first NaN/Inf pattern everywhere
     if spec.mask == 0xFF and spec.itemsize == 1:
         bad = int(np.count_nonzero(a == spec.value))
     else:

@@ -8,9 +8,11 @@ record incrementally (torch writes the CRCs but never checks them), buffers ``da
 
 from __future__ import annotations
 
+import importlib
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from rentcheck.errors import FormatError
 from rentcheck.pull.formats.base import Issue, PRead, TensorInfo
@@ -24,9 +26,23 @@ from rentcheck.pull.formats.zipdir import (
 )
 from rentcheck.pull.rules import PICKLE_MALFORMED, TORCH_ZIP_CORRUPT, UNSAFE_PICKLE
 
-__all__ = ["MAX_PICKLE_BYTES", "TorchZipValidator", "pickle_issues"]
+__all__ = ["MAX_PICKLE_BYTES", "TorchZipValidator", "crc32", "pickle_issues"]
 
 MAX_PICKLE_BYTES = 64 * 1024 * 1024
+
+
+def _crc32_function() -> Callable[[Any, int], int]:
+    """zlib's CRC32, or ISA-L's when the optional ``isal`` package is installed: the same
+    polynomial at about 3x the speed (10 GB/s against 3 GB/s here), which is the difference
+    between the CRC check costing a third of SHA-256 and a tenth of it."""
+    try:
+        crc: Callable[[Any, int], int] = importlib.import_module("isal.isal_zlib").crc32
+    except ImportError:
+        return zlib.crc32
+    return crc
+
+
+crc32 = _crc32_function()
 
 
 def pickle_issues(report: PickleReport, what: str) -> list[Issue]:
@@ -129,7 +145,7 @@ class TorchZipValidator:
                     self._descriptor(rec)
         elif self._phase == "data" and rec is not None:
             piece = view[: self._data_end - self._pos]
-            self._crc = zlib.crc32(piece, self._crc)
+            self._crc = crc32(piece, self._crc)
             if self._pickle is not None and len(self._pickle) < MAX_PICKLE_BYTES:
                 self._pickle += piece[: MAX_PICKLE_BYTES - len(self._pickle)]
             if self._byteorder is not None and len(self._byteorder) < 16:

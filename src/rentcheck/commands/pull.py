@@ -1,0 +1,333 @@
+"""``rentcheck manifest build|check``, ``rentcheck verify`` and ``rentcheck teardown``.
+
+Exit codes as everywhere: 0 pass, 1 findings at or above --fail-level, 2 refused or unusable
+input (one line on stderr). ``manifest build`` writes the manifest even when it reports
+leftovers (RC510, an error, exactly as ``verify`` will report them): exit 1 then means "written,
+but verify will fail until the unfinished writes are dealt with and the manifest rebuilt".
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rentcheck.config import Config, load_config
+from rentcheck.model import Finding
+from rentcheck.output import emit, use_color
+from rentcheck.report import Report, render
+
+__all__ = ["add_parsers"]
+
+_MANIFEST = "PULL_MANIFEST.json"
+
+
+@dataclass
+class _GateReport(Report):
+    """A Report in which advisory codes (NaN/Inf under ``nonfinite = "warn"``) never fail."""
+
+    advisory: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def failing(self) -> list[Finding]:
+        return [f for f in super().failing if f.code not in self.advisory]
+
+
+def _without_short_o(common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The common options with ``-o`` free: ``manifest build -o FILE`` names the manifest, as
+    the builder on the box does; the report file stays ``--output-file``. A private copy, so
+    no other command's ``-o`` changes."""
+    parent = copy.deepcopy(common)
+    for action in parent._actions:
+        action.option_strings = [o for o in action.option_strings if o != "-o"]
+    parent._option_string_actions.pop("-o", None)
+    return parent
+
+
+def add_parsers(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    manifest = sub.add_parser(
+        "manifest",
+        help="build or check PULL_MANIFEST.json, the exact roster of a run's results",
+        description="Build the manifest on the box (stdlib only) or check one's shape.",
+    )
+    actions = manifest.add_subparsers(dest="manifest_command", metavar="ACTION")
+    build = actions.add_parser(
+        "build",
+        parents=[_without_short_o(common)],
+        help="hash every file under ROOT into ROOT/PULL_MANIFEST.json (run it on the box)",
+        description="Write PULL_MANIFEST.json atomically. Exit 0 written, 1 written with "
+        "leftovers (RC510), 2 refused (symlink leaving ROOT, device file, non-UTF-8 name).",
+    )
+    build.add_argument("root", metavar="ROOT", help="the run's result directory")
+    build.add_argument(
+        "-o", "--output", dest="manifest_file", metavar="FILE", help=f"default: ROOT/{_MANIFEST}"
+    )
+    build.add_argument("--run-id", metavar="ID", help="default: <UTC time>-<random>")
+    build.add_argument("--jobs", type=int, metavar="N", help="files hashed at once")
+    build.add_argument("--no-blake3", action="store_true", help="SHA-256 only")
+    build.set_defaults(handler=run_build)
+
+    check = actions.add_parser(
+        "check",
+        parents=[common],
+        help="validate a manifest's shape (schema, paths, sizes, digests)",
+    )
+    check.add_argument("file", metavar="FILE")
+    check.set_defaults(handler=run_check)
+    manifest.set_defaults(handler=lambda _args: _help(manifest))
+
+    verify = sub.add_parser(
+        "verify",
+        parents=[common],
+        help="prove a pulled directory matches its manifest: digests, structure, safety, NaN/Inf",
+        description="Read every pulled file once: roster and SHA-256 against the manifest, "
+        "checkpoint structure, pickle safety (never executed), NaN/Inf. Success writes "
+        "LOCAL_ROOT/PULL_VERIFIED.json; a failure writes nothing and removes nothing.",
+    )
+    verify.add_argument("root", metavar="LOCAL_ROOT", help="the directory the pull wrote to")
+    verify.add_argument("--manifest", metavar="FILE", help=f"default: LOCAL_ROOT/{_MANIFEST}")
+    verify.add_argument("--expect-run-id", metavar="ID", help="fail unless the manifest is for ID")
+    verify.add_argument(
+        "--deep",
+        action="store_true",
+        default=None,
+        help="also load each checkpoint (torch weights_only=True, mmap / safetensors)",
+    )
+    verify.add_argument("--jobs", type=int, metavar="N", help="files read at once")
+    verify.add_argument(
+        "--allow-global",
+        action="append",
+        metavar="MODULE.NAME",
+        help="accept this pickle global too (repeatable; adds to verify.allow_globals)",
+    )
+    verify.set_defaults(handler=run_verify)
+
+    teardown = sub.add_parser(
+        "teardown",
+        parents=[common],
+        help="the Iron Law: pass only if the pull is verified against the box as it is now, "
+        "and the meter-stop action is approved",
+        description="Never runs a platform command. Passes only when LOCAL_ROOT/"
+        "PULL_VERIFIED.json names the same manifest digest as --manifest-now, every verified "
+        "file still has its size, and --approve is given after reading what the meter-stop "
+        "action destroys.",
+    )
+    teardown.add_argument(
+        "--verified", required=True, metavar="LOCAL_ROOT", help="the verified pull (or its marker)"
+    )
+    teardown.add_argument(
+        "--manifest-now",
+        required=True,
+        metavar="FILE",
+        help="PULL_MANIFEST.json as copied from the box just now",
+    )
+    teardown.add_argument("--profile", metavar="NAME", help="platform profile (teardown.profile)")
+    teardown.add_argument(
+        "--meter-stop", metavar="TEXT", help="the meter-stop action in your words (no profile)"
+    )
+    teardown.add_argument(
+        "--approve", action="store_true", help="I have read what the meter-stop action destroys"
+    )
+    teardown.set_defaults(handler=run_teardown)
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _config(args: argparse.Namespace) -> Config:
+    overrides = {"fail-level": args.fail_level, "output-format": args.output_format}
+    return load_config(".", explicit=args.config, isolated=args.isolated, overrides=overrides)
+
+
+def _emit(report: Report, config: Config, args: argparse.Namespace, prefix: str = "") -> int:
+    color = use_color(args.color, sys.stdout.isatty() and not args.output_file)
+    text = render(report, config.output_format, color=color)
+    if prefix and config.output_format in ("text", "concise"):
+        text = prefix + text
+    elif prefix:
+        sys.stderr.write(prefix)
+    emit(text, args.output_file)
+    return report.exit_code
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from rentcheck.pull.manifest import build_manifest_file
+    from rentcheck.pull.progress import human_bytes
+    from rentcheck.pull.rules import LEFTOVER_PARTIAL, RULES_BY_CODE
+
+    config = _config(args)
+    path, doc = build_manifest_file(
+        args.root,
+        args.manifest_file,
+        run_id=args.run_id,
+        jobs=args.jobs,
+        with_blake3=not args.no_blake3,
+    )
+    rule = RULES_BY_CODE[LEFTOVER_PARTIAL]
+    findings = [
+        Finding(
+            LEFTOVER_PARTIAL,
+            rule.default_severity,
+            f"left over from an unfinished write ({item['reason']}, {item['size']} bytes): "
+            "recorded in the manifest, not hashed; `rentcheck verify` fails on it too",
+            path=item["path"],
+        )
+        for item in doc["leftovers"]
+    ]
+    totals = doc["totals"]
+    sys.stderr.write(
+        f"rentcheck: wrote {path} ({totals['files']} files, {human_bytes(totals['bytes'])}, "
+        f"run {doc['run_id']})\n"
+    )
+    report = Report(
+        command="manifest build",
+        findings=findings,
+        rules=RULES_BY_CODE,
+        config_digest=config.digest(),
+        fail_level=config.fail_level,
+        exit_zero=args.exit_zero,
+        files_checked=totals["files"],
+        extra={"manifest": {"path": str(path), "run_id": doc["run_id"], "totals": totals}},
+    )
+    return _emit(report, config, args)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from rentcheck.pull.manifest import check_manifest
+    from rentcheck.pull.rules import RULES_BY_CODE
+
+    config = _config(args)
+    manifest, findings = check_manifest(args.file)
+    summary: dict[str, Any] | None = None
+    if manifest is not None:
+        summary = {
+            "run_id": manifest.run_id,
+            "sha256": manifest.sha256,
+            "host": manifest.host,
+            "created_at": manifest.created_at.isoformat(),
+            "files": len(manifest.files),
+            "bytes": manifest.total_bytes,
+            "leftovers": [left.path for left in manifest.leftovers],
+        }
+    report = Report(
+        command="manifest check",
+        findings=findings,
+        rules=RULES_BY_CODE,
+        config_digest=config.digest(),
+        fail_level=config.fail_level,
+        exit_zero=args.exit_zero,
+        files_checked=1,
+        extra={"manifest": summary},
+    )
+    return _emit(report, config, args)
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from rentcheck.pull.gate import blocking, file_verdicts, run_verify, verify_summary
+    from rentcheck.pull.marker import write_verified_marker
+    from rentcheck.pull.progress import TerminalProgress
+    from rentcheck.pull.rules import RULES_BY_CODE
+    from rentcheck.pull.settings import verify_settings
+
+    # numpy's BLAS starts a pool of spinning threads at import; verify never multiplies a
+    # matrix, and those threads cost the hashing workers CPU (this process only).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    config = _config(args)
+    settings = verify_settings(config, deep=args.deep, jobs=args.jobs)
+    if args.allow_global:
+        settings = verify_settings(
+            config,
+            deep=args.deep,
+            jobs=args.jobs,
+            allow_globals=(*settings.allow_globals, *args.allow_global),
+        )
+    progress = None
+    if sys.stderr.isatty():
+        progress = TerminalProgress(sys.stderr, color=use_color(args.color, True))
+    started = time.monotonic()
+    result = run_verify(
+        args.root,
+        settings,
+        manifest=args.manifest,
+        expected_run_id=args.expect_run_id,
+        progress=progress,
+    )
+    seconds = round(time.monotonic() - started, 3)
+    if progress is not None:
+        progress.finish()
+    marker = None
+    if not blocking(result.findings, config.fail_level, settings.advisory):
+        marker = write_verified_marker(
+            result,
+            fail_level=config.fail_level,
+            allow=settings.advisory,
+            extra={"settings": settings.policy(), "seconds": seconds},
+        )
+    report = _GateReport(
+        command="verify",
+        findings=list(result.findings),
+        rules=RULES_BY_CODE,  # verify reports RC5xx only; the full table costs start-up time
+        config_digest=config.digest(),
+        fail_level=config.fail_level,
+        exit_zero=args.exit_zero,
+        files_checked=len(result.files),
+        advisory=settings.advisory,
+        extra={
+            "verify": {
+                "root": os.fspath(args.root),
+                **verify_summary(result),
+                "marker": None if marker is None else str(marker),
+                "deep": settings.deep,
+                "hash": "sha256",
+                "settings": settings.policy(),
+                "bytes_read": result.bytes_read,
+                "seconds": seconds,
+                "files": file_verdicts(result, config.fail_level, settings.advisory),
+            }
+        },
+    )
+    if marker is None:
+        sys.stderr.write("rentcheck: verification failed: no PULL_VERIFIED.json written\n")
+    return _emit(report, config, args)
+
+
+def run_teardown(args: argparse.Namespace) -> int:
+    from rentcheck.errors import UsageError
+    from rentcheck.pull.rules import RULES_BY_CODE
+    from rentcheck.pull.settings import teardown_settings
+    from rentcheck.pull.teardown import check_teardown, describe, meter_stop_plan
+    from rentcheck.pull.teardown_rules import TEARDOWN_RULES_BY_CODE
+
+    config = _config(args)
+    settings = teardown_settings(config, {"profile": args.profile, "meter_stop": args.meter_stop})
+    if settings.profile is None and settings.meter_stop is None:
+        raise UsageError(
+            "teardown needs the platform: --profile NAME (see `rentcheck profiles`)",
+            hint="or describe the meter-stop action with --meter-stop TEXT",
+        )
+    profile = None
+    if settings.profile is not None:
+        from rentcheck.profiles import load_profile
+
+        profile = load_profile(settings.profile, config)
+    plan = meter_stop_plan(profile, settings.meter_stop)
+    result = check_teardown(args.verified, args.manifest_now, plan, approved=args.approve)
+    report = Report(
+        command="teardown",
+        findings=list(result.findings),
+        rules={**RULES_BY_CODE, **TEARDOWN_RULES_BY_CODE},
+        config_digest=config.digest(),
+        fail_level=config.fail_level,
+        exit_zero=args.exit_zero,
+        files_checked=result.files_checked,
+        extra={"teardown": result.to_dict()},
+    )
+    return _emit(report, config, args, prefix=describe(result))

@@ -1,0 +1,138 @@
+"""The verify gate as the CLI and the pytest plugin run it: settings applied, verdicts as data."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rentcheck.model import Finding, Severity
+from rentcheck.pull.settings import VerifySettings
+from rentcheck.pull.verify import Progress, VerifyResult, verify_pull
+
+__all__ = ["blocking", "file_verdicts", "run_verify", "verify_summary"]
+
+
+def run_verify(
+    local_root: str | os.PathLike[str],
+    settings: VerifySettings,
+    *,
+    manifest: str | os.PathLike[str] | None = None,
+    expected_run_id: str | None = None,
+    progress: Progress | None = None,
+) -> VerifyResult:
+    """``verify_pull`` with the settings; advisory findings are turned into warnings."""
+    result = verify_pull(
+        local_root,
+        manifest,
+        jobs=settings.jobs,
+        deep=settings.deep,
+        expected_run_id=expected_run_id,
+        extra_allowed_globals=settings.allow_globals,
+        max_header=settings.max_header_bytes,
+        progress=progress,
+    )
+    advisory = settings.advisory
+    if not advisory:
+        return result
+    findings = tuple(
+        dataclasses.replace(f, severity=Severity.WARNING) if f.code in advisory else f
+        for f in result.findings
+    )
+    return dataclasses.replace(result, findings=findings)
+
+
+def blocking(
+    findings: Iterable[Finding], fail_level: Severity, advisory: Iterable[str] = ()
+) -> list[Finding]:
+    """The findings that fail the gate: at or above ``fail_level`` and not advisory."""
+    allowed = frozenset(advisory)
+    return [f for f in findings if f.severity >= fail_level and f.code not in allowed]
+
+
+def _brief(f: Finding) -> dict[str, Any]:
+    return {"code": f.code, "severity": f.severity.label, "message": f.message}
+
+
+def file_verdicts(
+    result: VerifyResult, fail_level: Severity, advisory: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """Every file read, every manifest file that was not, and every other path a finding
+    names (unexpected files, links leaving the root ...), each with its findings and verdict:
+    ``ok`` (nothing), ``warning`` (findings that do not block), ``failed``, or ``missing``
+    (listed in the manifest, not pulled).
+    """
+    allowed = frozenset(advisory)
+    by_path: dict[str, list[Finding]] = {}
+    for f in result.findings:
+        by_path.setdefault(f.path or "", []).append(f)
+
+    def verdict(found: Sequence[Finding]) -> str:
+        if blocking(found, fail_level, allowed):
+            return "failed"
+        return "warning" if found else "ok"
+
+    out: list[dict[str, Any]] = []
+    for v in result.files:
+        found = by_path.get(v.path, [])
+        out.append(
+            {
+                "path": v.path,
+                "verdict": verdict(found),
+                "kind": v.kind,
+                "size": v.size,
+                "sha256": v.sha256,
+                "tensors": v.tensors,
+                "findings": [_brief(f) for f in found],
+            }
+        )
+    if result.manifest is not None:
+        read = {v.path for v in result.files}
+        for entry in result.manifest.files:
+            if entry.path not in read:
+                found = by_path.get(entry.path, [])
+                out.append(
+                    {
+                        "path": entry.path,
+                        "verdict": "missing",
+                        "kind": None,
+                        "size": entry.size,
+                        "sha256": None,
+                        "tensors": 0,
+                        "findings": [_brief(f) for f in found],
+                    }
+                )
+    listed = {str(e["path"]) for e in out}
+    for path, found in by_path.items():  # unexpected, escaping or special entries: never read
+        if path and path not in listed:
+            out.append(
+                {
+                    "path": path,
+                    "verdict": verdict(found),
+                    "kind": None,
+                    "size": None,
+                    "sha256": None,
+                    "tensors": 0,
+                    "findings": [_brief(f) for f in found],
+                }
+            )
+    return sorted(out, key=lambda e: str(e["path"]))
+
+
+def verify_summary(result: VerifyResult) -> dict[str, Any]:
+    """The manifest the pull was judged against, for reports."""
+    m = result.manifest
+    if m is None:
+        return {"manifest": None}
+    return {
+        "manifest": {
+            "run_id": m.run_id,
+            "sha256": m.sha256,
+            "host": m.host,
+            "created_at": m.created_at.isoformat(),
+            "files": len(m.files),
+            "bytes": m.total_bytes,
+            "leftovers": len(m.leftovers),
+        }
+    }

@@ -1,0 +1,94 @@
+"""The read pass itself: the pipelined hasher, the buffer pool, the fast NaN/Inf test, progress."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rentcheck.pull.formats.finite import FLOAT_SPECS, count_nonfinite
+from rentcheck.pull.manifest import build_manifest_file
+from rentcheck.pull.progress import TerminalProgress, human_bytes
+from rentcheck.pull.readpipe import BufferPool, Hasher
+from rentcheck.pull.verify import verify_pull
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_pipelined_and_inline_digests_equal_hashlib(pulled: Path, jobs: int) -> None:
+    # One worker: every file over two 64 KiB chunks is hashed on the helper thread, in order.
+    # Three workers and many files: small inline reads.
+    (pulled / "big.bin").write_bytes(os.urandom(3 * 1024 * 1024 + 12345))
+    build_manifest_file(pulled, run_id="run-big")
+    result = verify_pull(pulled, chunk_size=64 * 1024, jobs=jobs)
+    assert result.findings == ()
+    for v in result.files:
+        assert v.sha256 == hashlib.sha256((pulled / v.path).read_bytes()).hexdigest(), v.path
+    assert any(v.size > 2 * 64 * 1024 for v in result.files)
+
+
+def test_hasher_threaded_and_inline_agree() -> None:
+    data = os.urandom(1_000_003)
+    digests = []
+    for threaded in (True, False):
+        pool = BufferPool()
+        hasher = Hasher(pool.take(3, 4096), threaded=threaded)
+        view = memoryview(data)
+        for i in range(0, len(data), 4096):
+            buf = hasher.free.get()
+            piece = view[i : i + 4096]
+            buf[: len(piece)] = piece
+            hasher.submit(buf, len(piece))
+        bufs = hasher.close()
+        assert len(bufs) == 3 and all(len(b) == 4096 for b in bufs)
+        pool.give(bufs)
+        again = pool.take(3, 4096)  # the same buffers serve the next file: no new allocation
+        assert all(any(a is b for b in bufs) for a in again)
+        assert len(pool.take(1, 8192)[0]) == 8192  # another size: a new buffer
+        digests.append(hasher.sha.hexdigest())
+    assert digests == [hashlib.sha256(data).hexdigest()] * 2
+
+
+def test_no_helper_threads_outlive_a_verification(pulled: Path) -> None:
+    verify_pull(pulled, chunk_size=64 * 1024, jobs=1)
+    assert not [t for t in threading.enumerate() if t.name == "rentcheck-sha256"]
+
+
+@pytest.mark.parametrize("dtype", ["F16", "BF16", "F32", "F64", "C64"])
+def test_fast_path_never_hides_a_single_nonfinite_value(dtype: str) -> None:
+    """Every NaN/Inf bit pattern (all of them for 16-bit types), alone among the largest
+    finite values of both signs, is counted: the two-max shortcut is exact."""
+    spec = FLOAT_SPECS[dtype]
+    bits = 8 * spec.itemsize
+    sign = 1 << (bits - 1)
+    top_finite = spec.value - 1  # the largest finite magnitude's bit pattern
+    unsigned = f"<u{spec.itemsize}"
+    finite = np.array([top_finite, sign | top_finite, 0, sign, 1], dtype=unsigned)
+    assert count_nonfinite(np, dtype, finite.tobytes()) == (0, 0)
+    if spec.itemsize == 2:
+        patterns = [p for p in range(1 << 16) if (p & spec.mask) == spec.value]
+    else:  # the edges of the NaN/Inf ranges, both signs
+        last = (1 << (bits - 1)) - 1
+        patterns = [spec.value, spec.value + 1, last, sign | spec.value, sign | last]
+    for p in patterns:
+        data = np.append(finite, np.array([p], dtype=unsigned)).tobytes()
+        nan, inf = count_nonfinite(np, dtype, data)
+        assert nan + inf == 1, hex(p)
+
+
+def test_progress_line_and_summary() -> None:
+    out = io.StringIO()
+    progress = TerminalProgress(out, color=False, interval=0)
+    progress.start(3 * 1024**3, 7)
+    progress.advance(1024**3)
+    progress.finish()
+    text = out.getvalue()
+    assert "verify: 0 B / 3.0 GiB" in text and "--:--" in text  # nothing read yet: no ETA
+    assert "verify: 1.0 GiB / 3.0 GiB" in text and "ETA " in text and "7 files" in text
+    assert "verify: read 1.0 GiB of 7 files in " in text and text.endswith("/s)\n")
+    assert "\x1b[2m" not in text
+    assert human_bytes(512) == "512 B" and human_bytes(1536) == "1.5 KiB"

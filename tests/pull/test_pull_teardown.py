@@ -1,0 +1,169 @@
+"""``rentcheck teardown``: passes only for a verified pull, the same manifest now, and --approve."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rentcheck.pull.manifest import load_manifest
+from rentcheck.pull.teardown import check_teardown, meter_stop_plan
+
+
+@pytest.fixture
+def verified(pulled: Path, cli, tmp_path: Path) -> tuple[Path, Path]:
+    """A verified pull and ``now.json``, the manifest as copied from the box again."""
+    assert cli("verify", str(pulled)).code == 0
+    now = tmp_path / "now.json"
+    shutil.copy2(pulled / "PULL_MANIFEST.json", now)
+    return pulled, now
+
+
+def teardown(cli, root: Path, now: Path, *args: str):
+    return cli("teardown", "--verified", str(root), "--manifest-now", str(now), *args)
+
+
+def codes(res) -> set[str]:
+    return {r["code"] for r in json.loads(res.out)["results"]}
+
+
+def test_passes_with_approval_and_prints_the_meter_stop(verified, cli) -> None:
+    root, now = verified
+    res = teardown(cli, root, now, "--profile", "runpod", "--approve")
+    assert res.code == 0, res.out
+    assert "meter stop on runpod: terminate (cannot be undone)" in res.out
+    assert "destroys: container-disk (/); volume-disk (/workspace)" in res.out
+    assert "keeps:    network-volume" in res.out
+    assert "teardown gate passed" in res.out and "never runs" in res.out
+    assert "RC805" in res.out  # the irreversible note stays in the record, it does not block
+
+
+def test_without_approve_it_fails_saying_what_would_be_destroyed(verified, cli) -> None:
+    root, now = verified
+    res = teardown(cli, root, now, "--profile", "vastai", "--output-format", "json")
+    assert res.code == 1
+    doc = json.loads(res.out)
+    [refusal] = [r for r in doc["results"] if r["code"] == "RC804"]
+    assert "'destroy' destroys container-instance-disk (/, /workspace)" in refusal["message"]
+    assert refusal["details"]["destroys"] == ["container-instance-disk (/, /workspace)"]
+    td = doc["teardown"]
+    assert td["passed"] is False and td["approved"] is False
+    assert td["meter_stop"]["action"] == "destroy" and td["meter_stop"]["irreversible"] is True
+    assert td["runs_platform_commands"] is False
+    assert td["manifest_sha256"]["verified"] == td["manifest_sha256"]["now"]
+
+
+def test_reversible_platform_has_no_irreversible_note(verified, cli) -> None:
+    root, now = verified
+    res = teardown(cli, root, now, "--profile", "autodl", "--approve", "--output-format", "json")
+    assert res.code == 0 and codes(res) == set()
+    assert "shutdown" in json.loads(res.out)["teardown"]["meter_stop"]["action"]
+
+
+def test_missing_marker_fails(pulled: Path, cli) -> None:
+    res = teardown(cli, pulled, pulled / "PULL_MANIFEST.json", "--profile", "runpod",
+                   "--approve", "--output-format", "json")  # fmt: skip
+    assert res.code == 1
+    assert codes(res) == {"RC801", "RC805"}
+    [missing] = [r for r in json.loads(res.out)["results"] if r["code"] == "RC801"]
+    assert "no verified pull" in missing["message"]
+    assert missing["path"] == str(pulled / "PULL_VERIFIED.json")
+
+
+def test_changed_manifest_digest_fails_and_says_what_changed(verified, cli, tmp_path) -> None:
+    root, now = verified
+    doc = json.loads(now.read_text())
+    doc["files"].append({"path": "ckpt/step_9000.pt", "size": 5, "mtime_ns": 1,
+                         "sha256": "ab" * 32})  # fmt: skip
+    doc["totals"] = {"files": len(doc["files"]), "bytes": doc["totals"]["bytes"] + 5}
+    now.write_text(json.dumps(doc))
+    res = teardown(cli, root, now, "--profile", "runpod", "--approve", "--output-format", "json")
+    assert res.code == 1
+    [changed] = [r for r in json.loads(res.out)["results"] if r["code"] == "RC802"]
+    assert "1 new on the box, e.g. 'ckpt/step_9000.pt'" in changed["message"]
+    assert changed["details"]["now"] == load_manifest(now).sha256
+
+
+def test_rebuilt_manifest_with_same_files_still_fails(verified, cli, tmp_path) -> None:
+    root, _ = verified
+    other = tmp_path / "rebuilt.json"
+    assert cli("manifest", "build", str(root), "-o", str(other), "--run-id", "run-0001").code == 0
+    res = teardown(cli, root, other, "--profile", "runpod", "--approve", "--output-format", "json")
+    assert res.code == 1 and "RC802" in codes(res)
+
+
+def test_drifted_sizes_fail_naming_each_file(verified, cli) -> None:
+    root, now = verified
+    with open(root / "ckpt" / "model_fp16.pt", "ab") as f:
+        f.write(b"appended")
+    (root / "notes.txt").unlink()
+    res = teardown(cli, root, now, "--profile", "runpod", "--approve", "--output-format", "json")
+    assert res.code == 1
+    drift = {
+        r["path"]: r["message"] for r in json.loads(res.out)["results"] if r["code"] == "RC521"
+    }
+    assert drift == {
+        os.path.join(str(root), "ckpt/model_fp16.pt"): "changed since it was verified",
+        os.path.join(str(root), "notes.txt"): "gone since it was verified",
+    }
+
+
+def test_unreadable_manifest_now_fails(verified, cli, tmp_path) -> None:
+    root, _ = verified
+    empty = tmp_path / "empty.json"
+    empty.write_bytes(b"")
+    res = teardown(cli, root, empty, "--profile", "runpod", "--approve", "--output-format", "json")
+    assert res.code == 1 and "RC803" in codes(res)
+    res = teardown(cli, root, tmp_path / "absent.json", "--profile", "runpod", "--approve")
+    assert res.code == 1 and "RC803" in res.out
+
+
+def test_marker_path_may_be_given_directly(verified, cli) -> None:
+    root, now = verified
+    res = teardown(cli, root / "PULL_VERIFIED.json", now, "--profile", "autodl", "--approve")
+    assert res.code == 0, res.out
+
+
+def test_platform_is_required_and_unknown_profiles_are_usage_errors(verified, cli) -> None:
+    root, now = verified
+    res = teardown(cli, root, now, "--approve")
+    assert res.code == 2 and "--profile NAME" in res.err
+    res = teardown(cli, root, now, "--profile", "runpodd", "--approve")
+    assert res.code == 2 and "did you mean 'runpod'" in res.err
+
+
+def test_meter_stop_text_without_a_profile(verified, cli) -> None:
+    root, now = verified
+    res = teardown(cli, root, now, "--meter-stop", "openstack server delete gpu-1",
+                   "--output-format", "json")  # fmt: skip
+    assert res.code == 1 and codes(res) == {"RC804", "RC805"}
+    plan = json.loads(res.out)["teardown"]["meter_stop"]
+    assert plan["action"] == "openstack server delete gpu-1" and plan["irreversible"] is None
+    assert plan["destroys"] == ["everything on the box (no profile says what survives)"]
+    approved = teardown(cli, root, now, "--meter-stop", "openstack server delete gpu-1",
+                        "--approve")  # fmt: skip
+    assert approved.code == 0
+
+
+def test_profile_from_the_teardown_section(verified, cli, tmp_path) -> None:
+    root, now = verified
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "rentcheck.yaml").write_text("teardown:\n  profile: lambda\n")
+    res = cli("teardown", "--verified", str(root), "--manifest-now", str(now), "--approve",
+              "--output-format", "json", cwd=project)  # fmt: skip
+    assert json.loads(res.out)["teardown"]["meter_stop"]["platform"] == "lambda"
+    (project / "rentcheck.yaml").write_text("teardown:\n  profiel: lambda\n")
+    res = cli("teardown", "--verified", str(root), "--manifest-now", str(now), cwd=project)
+    assert res.code == 2 and "did you mean 'profile'" in res.err
+
+
+def test_check_teardown_api_reads_only(verified) -> None:
+    root, now = verified
+    before = sorted(p.name for p in root.rglob("*"))
+    result = check_teardown(root, now, meter_stop_plan(None, "shutdown -h now"), approved=True)
+    assert result.passed and result.files_checked > 10
+    assert sorted(p.name for p in root.rglob("*")) == before
