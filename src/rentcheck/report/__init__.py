@@ -51,13 +51,18 @@ class Report:
         )
 
     def summary_text(self) -> str:
+        # Gates that judge runs or hosts rather than files say nothing about a file count.
+        counted = self.files_checked > 0 or self.command in ("check", "profiles check", "stale")
         files = f"{self.files_checked} file{'s' if self.files_checked != 1 else ''}"
         parts: list[str] = []
         if self.findings:
             by_sev = ", ".join(f"{n} {s}" for s, n in self.counts_by_severity().items() if n)
-            parts.append(f"Found {len(self.findings)} finding(s) ({by_sev}) in {files} checked.")
+            where = f" in {files} checked" if counted else ""
+            parts.append(f"Found {len(self.findings)} finding(s) ({by_sev}){where}.")
         else:
-            parts.append(f"All checks passed ({files} checked).")
+            parts.append(
+                f"All checks passed ({files} checked)." if counted else "All checks passed."
+            )
         if self.fixed:
             parts.append(f"Fixed {self.fixed}.")
         if self.fixable:
