@@ -38,9 +38,7 @@ def _empty_means_off(script: ShellScript, name: str) -> str | None:
     if len(name) < 2 or name.isdigit():
         return None  # positional parameters: no documentation to go by
     mention = re.compile(rf"\b{re.escape(name)}\b")
-    for node in script.walk():
-        if node.type != "comment":
-            continue
+    for node in script.of("comment"):
         comment = text(node)
         if mention.search(comment) and _OFF_WORDS.search(comment) and _EMPTY_WORDS.search(comment):
             return f"the comment on line {node.start_point[0] + 1} says an empty value means off"
@@ -48,9 +46,7 @@ def _empty_means_off(script: ShellScript, name: str) -> str | None:
 
 
 def _run(script: ShellScript) -> Iterator[Hit]:
-    for node in script.walk():
-        if node.type != "expansion":
-            continue
+    for node in script.of("expansion"):
         children = node.children
         names = [c for c in children if c.type == "variable_name"]
         if not names or not any(c.type == ":-" for c in children):

@@ -76,7 +76,7 @@ def _assigned_and_exported(script: ShellScript) -> tuple[dict[str, int], set[str
     assigned: dict[str, int] = {}
     exported: set[str] = set()
     allexport = False
-    for node in script.walk():
+    for node in script.of("variable_assignment", "declaration_command"):
         if node.type == "variable_assignment" and (
             node.parent is None or node.parent.type != "declaration_command"
         ):
@@ -165,8 +165,7 @@ def _stdin_hits(script: ShellScript) -> Iterator[Hit]:
 def _buffered_hits(script: ShellScript) -> Iterator[Hit]:
     unbuffered_env = any(
         "PYTHONUNBUFFERED" in text(node)
-        for node in script.walk()
-        if node.type in ("declaration_command", "variable_assignment")
+        for node in script.of("declaration_command", "variable_assignment")
     )
     for current in script.all_scripts():
         detached_context = current.outer is not None and current.outer.name in (

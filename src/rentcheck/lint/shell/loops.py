@@ -137,9 +137,7 @@ def _is_poll(loop: Node, script: ShellScript) -> bool:
 
 def _unbounded_hits(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
-        for node in current.walk():
-            if node.type not in _LOOPS:
-                continue
+        for node in current.of(*_LOOPS):
             condition = text(node.children[1]) if len(node.children) > 1 else ""
             if node.type == "while_statement" and "read" in condition.split():
                 continue  # reading input ends with the input

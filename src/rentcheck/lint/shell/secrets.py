@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 
@@ -53,8 +54,32 @@ _PLACEHOLDER = re.compile(
 )
 
 
+# Every pattern above needs one of these words: find candidate lines in one pass over the
+# text, then run the exact patterns on those lines only.
+_TRIGGER = re.compile(r"key|token|secret|passw|hf_|akia|asia|wandb|sk-|gh[pousr]_")
+_TRIGGER_ANY_CASE = re.compile(_TRIGGER.pattern, re.IGNORECASE)
+
+
+def _candidate_lines(text: str) -> list[tuple[int, str]]:
+    lines = text.split("\n")  # line numbers as every other rule counts them
+    starts: list[int] = []
+    offset = 0
+    for line in lines:
+        starts.append(offset)
+        offset += len(line) + 1
+    wanted: dict[int, None] = {}
+    # lower() keeps offsets only for ASCII; other text takes the slower case-blind search.
+    lowered = text.lower() if text.isascii() else None
+    matches = (
+        _TRIGGER.finditer(lowered) if lowered is not None else _TRIGGER_ANY_CASE.finditer(text)
+    )
+    for match in matches:
+        wanted[bisect.bisect_right(starts, match.start()) - 1] = None
+    return [(index + 1, lines[index]) for index in wanted if 0 <= index < len(lines)]
+
+
 def _run(script: ShellScript) -> Iterator[Hit]:
-    for number, full_line in enumerate(script.source.text.splitlines(), start=1):
+    for number, full_line in _candidate_lines(script.source.text):
         line = full_line[:10_000]  # a minified blob is not where keys hide; keep regexes bounded
         for label, pattern in _PATTERNS:
             for match in pattern.finditer(line):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from rentcheck.lint.source import SourceFile
@@ -38,12 +38,46 @@ _BLOCKS = frozenset(
 )
 
 
+# The node types the rules look up; found by one tree-sitter query, in C, per script.
+INDEXED_TYPES = (
+    "command",
+    "comment",
+    "expansion",
+    "variable_assignment",
+    "declaration_command",
+    "while_statement",
+    "for_statement",
+    "c_style_for_statement",
+)
+
+
+@lru_cache(maxsize=1)
+def _language() -> Any:
+    import tree_sitter_bash
+    from tree_sitter import Language
+
+    return Language(tree_sitter_bash.language())
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Parser:
-    import tree_sitter_bash
-    from tree_sitter import Language, Parser
+    from tree_sitter import Parser
 
-    return Parser(Language(tree_sitter_bash.language()))
+    return Parser(_language())
+
+
+@lru_cache(maxsize=1)
+def _index_query() -> Any:
+    from tree_sitter import Query
+
+    return Query(_language(), " ".join(f"({t}) @{t}" for t in INDEXED_TYPES))
+
+
+def _index(root: Node) -> dict[str, list[Node]]:
+    from tree_sitter import QueryCursor
+
+    captures: dict[str, list[Node]] = QueryCursor(_index_query()).captures(root)
+    return {kind: sorted(nodes, key=lambda n: n.start_byte) for kind, nodes in captures.items()}
 
 
 def text(node: Node) -> str:
@@ -54,7 +88,8 @@ def static_value(node: Node) -> str | None:
     """The word's value when it has no expansion in it ('a', "b", c\\ d, x'y'), else None."""
     kind = node.type
     if kind in ("word", "number"):
-        return re.sub(r"\\(.)", r"\1", text(node))
+        raw = text(node)
+        return re.sub(r"\\(.)", r"\1", raw) if "\\" in raw else raw
     if kind == "raw_string":
         return text(node)[1:-1]
     if kind == "ansi_c_string":
@@ -91,7 +126,7 @@ class Command:
     env: dict[str, str]
     script: ShellScript
 
-    @property
+    @cached_property
     def argv(self) -> list[str]:
         return [loose_value(a) for a in self.args]
 
@@ -172,6 +207,7 @@ class ShellScript:
     outer: Command | None = None  # the command whose string argument this script is
     depth: int = 0
     _commands: list[Command] | None = field(default=None, repr=False)
+    _by_type: dict[str, list[Node]] | None = field(default=None, repr=False)
     _nested: list[ShellScript] | None = field(default=None, repr=False)
 
     @property
@@ -191,9 +227,24 @@ class ShellScript:
             yield current
             stack.extend(reversed(current.children))
 
+    def of(self, *types: str) -> list[Node]:
+        """Every node of these types, in document order. The tree is walked once per
+        script: touching tree-sitter nodes from Python is what a lint run spends its time on."""
+        if self._by_type is None:
+            self._by_type = _index(self.root)
+        # tree-sitter-bash parses `until` loops as while_statement: nothing else to find.
+        types = tuple(t for t in types if t != "until_statement")
+        missing = [t for t in types if t not in INDEXED_TYPES]
+        if missing:  # a type nobody indexed: walk for it (slow path, kept correct)
+            raise ValueError(f"node types not indexed: {missing}; add them to INDEXED_TYPES")
+        if len(types) == 1:
+            return self._by_type.get(types[0], [])
+        found = [n for t in types for n in self._by_type.get(t, [])]
+        return sorted(found, key=lambda n: n.start_byte)
+
     def commands(self) -> list[Command]:
         if self._commands is None:
-            self._commands = [self._command(n) for n in self.walk() if n.type == "command"]
+            self._commands = [self._command(n) for n in self.of("command")]
         return self._commands
 
     def _command(self, node: Node) -> Command:
