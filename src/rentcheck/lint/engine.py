@@ -188,6 +188,8 @@ class Linter:
         self, candidates: Sequence[Candidate], *, fix: bool, diff: bool, jobs: int | None
     ) -> Iterable[_FileOutcome | None]:
         workers = _workers(len(candidates), jobs)
+        if jobs is None and len(self.cache.entries) >= len(candidates) // 2:
+            workers = 1  # mostly cached: forking costs more than the few parses it would share
         if workers <= 1:
             return [self.lint_candidate(c, fix=fix, diff=diff) for c in candidates]
         import multiprocessing
