@@ -143,6 +143,10 @@ class Command:
 
     def statement(self) -> Node:
         """The node that stands as one statement (the command with its redirects/pipes)."""
+        return self._statement
+
+    @cached_property
+    def _statement(self) -> Node:
         node = self.node
         while node.parent is not None and node.parent.type in (
             "redirected_statement",
@@ -181,6 +185,10 @@ class Command:
         return parent is not None and parent.type == "pipeline" and parent.children[0] != node
 
     def backgrounded(self) -> bool:
+        return self._backgrounded
+
+    @cached_property
+    def _backgrounded(self) -> bool:
         statement = self.statement()
         sibling = statement.next_sibling
         return sibling is not None and sibling.type == "&"
