@@ -296,10 +296,17 @@ class ShellScript:
             yield from inner.all_scripts()
 
 
+_CARRIERS = frozenset(
+    {"ssh", "nohup", "setsid", "timeout", "sudo", "exec", "tmux", "screen", "su", *_SHELLS}
+)
+
+
 def _script_arguments(command: Command) -> list[Node]:
     """The argument nodes that another shell will run as a script."""
-    argv = command.argv
     name = command.name
+    if name not in _CARRIERS:
+        return []  # most commands: decide before reading any argument
+    argv = command.argv
     quoted = [a for a in command.args if a.type in ("raw_string", "string")]
     if name == "ssh":
         # The remote command: everything after the destination; a single quoted string is
