@@ -101,3 +101,32 @@ def test_env_overrides_reach_the_cli(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", BAD_REPO, executable=("run.sh",))
     proc = run_subprocess("check", cwd=repo, env={**os.environ, "RENTCHECK_IGNORE": "RC101"})
     assert proc.returncode == 0, proc.stdout
+
+
+def test_command_index_matches_what_modules_register() -> None:
+    import argparse
+    import importlib
+
+    from rentcheck.cli import COMMAND_INDEX, COMMAND_MODULES, _common
+
+    registered: dict[str, str] = {}
+    for module in COMMAND_MODULES:
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers()
+        importlib.import_module(f"rentcheck.commands.{module}").add_parsers(sub, _common())
+        registered.update(dict.fromkeys(sub.choices, module))
+    assert registered == COMMAND_INDEX
+
+
+def test_a_lint_run_imports_no_gate_command_module(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from rentcheck.cli import main; main(['check', '--exit-zero', '.']);"
+        "print(sorted(m for m in sys.modules if m.startswith('rentcheck.commands.')))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert proc.stdout.strip().splitlines()[-1] == "['rentcheck.commands.check']"

@@ -51,9 +51,34 @@ COMMAND_MODULES: tuple[str, ...] = (
     "run",
     "pull",
 )
+# Which module registers each subcommand: a run imports only the module it needs (importing
+# every gate's command module costs tens of milliseconds a lint run should not pay).
+# tests/test_cli.py checks this against what the modules really register.
+COMMAND_INDEX: dict[str, str] = {
+    "check": "check",
+    "rule": "rules",
+    "rules": "rules",
+    "config": "config_cmd",
+    "profiles": "profiles",
+    "stale": "stale",
+    "audit": "box",
+    "trust": "box",
+    "push": "box",
+    "smoke": "run",
+    "resume": "run",
+    "manifest": "pull",
+    "verify": "pull",
+    "teardown": "pull",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _wanted_module(argv: Sequence[str]) -> str | None:
+    """The one command module this command line needs, or None for all (help, typos)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return COMMAND_INDEX.get(first) if first is not None else None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     import importlib
 
     common = _common()
@@ -64,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"rentcheck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    wanted = _wanted_module(argv) if argv is not None else None
+    for name in COMMAND_MODULES if wanted is None else (wanted,):
         importlib.import_module(f"rentcheck.commands.{name}").add_parsers(sub, common)
     return parser
 
@@ -76,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     debug = "--debug" in argv
     try:
-        parser = build_parser()
+        parser = build_parser(argv)
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:  # argparse already printed usage + a one-line error
