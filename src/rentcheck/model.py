@@ -7,7 +7,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Applicability", "Edit", "Finding", "Fix", "Rule", "RuleStatus", "Severity"]
+__all__ = [
+    "Applicability",
+    "Edit",
+    "Finding",
+    "Fix",
+    "Rule",
+    "RuleStatus",
+    "Severity",
+    "described_rule",
+]
 
 
 class Severity(enum.IntEnum):
@@ -58,6 +67,25 @@ class Rule:
     fix_applicability: Applicability
     default_severity: Severity
     status: RuleStatus = RuleStatus.STABLE
+
+
+def described_rule(  # noqa: PLR0917 - rule tables read best as positional rows
+    code: str,
+    name: str,
+    summary: str,
+    why: str,
+    example_bad: str,
+    example_good: str,
+    fix: str,
+    severity: Severity = Severity.ERROR,
+    *,
+    family: str,
+    applicability: Applicability = Applicability.NONE,
+) -> Rule:
+    """A rule from one positional row of a gate's table (gates' fixes need a person)."""
+    return Rule(
+        code, name, family, summary, why, example_bad, example_good, fix, applicability, severity
+    )
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr
 
     from rentcheck.lint.engine import Linter
+    from rentcheck.lint.source import SourceFile
     from rentcheck.lint.walk import GitRepo
     from rentcheck.model import Finding
 
@@ -102,7 +103,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RentcheckF
         return None
     if not linter.wants(source):
         return None
-    return RentcheckFile.from_parent(parent, path=file_path)
+    collector = RentcheckFile.from_parent(parent, path=file_path)
+    collector.source = source  # read once: the item and the status item judge these bytes
+    return collector
 
 
 def _index_mode(file_path: Path) -> int | None:
@@ -134,7 +137,7 @@ def pytest_collection_modifyitems(
         return
     checked = [item for item in items if isinstance(item, RentcheckFileItem)]
     status = RentcheckStatusItem.from_parent(session, name=_STATUS_NAME)
-    status.checked = [str(item.path) for item in checked]
+    status.checked = [item.source for item in checked]
     items.append(status)
 
 
@@ -152,22 +155,24 @@ def _repr_failure(
 
 
 class RentcheckFile(pytest.File):
+    source: SourceFile
+
     def collect(self) -> Iterator[RentcheckFileItem]:
-        yield RentcheckFileItem.from_parent(self, name="rentcheck")
+        item = RentcheckFileItem.from_parent(self, name="rentcheck")
+        item.source = self.source
+        yield item
 
 
 class RentcheckFileItem(pytest.Item):
+    source: SourceFile
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.add_marker("rentcheck")
 
     def runtest(self) -> None:
-        from rentcheck.lint.source import SourceFile
-
         linter = _linter(self.config)
-        rel = os.path.relpath(self.path, linter.config.root).replace(os.sep, "/")
-        source = SourceFile.read(rel, str(self.path), _index_mode(self.path))
-        findings, _ = linter.check_source(source)
+        findings, _ = linter.check_source(self.source)
         _raise_if_failing(findings, linter)
 
     def repr_failure(
@@ -192,7 +197,7 @@ def _raise_if_failing(findings: list[Finding], linter: Linter) -> None:
 class RentcheckStatusItem(pytest.Item):
     """Fails when nothing was checked; also runs the repository-level checks."""
 
-    checked: list[str]
+    checked: list[SourceFile]
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -205,19 +210,12 @@ class RentcheckStatusItem(pytest.Item):
                 "rentcheck checked no files: no file under the collected paths matches a "
                 "selected rule (check the paths given to pytest and `exclude` in the config)"
             )
-        from rentcheck.lint.check import Project
-        from rentcheck.lint.source import SourceFile
-
         linter = _linter(self.config)
         by_root: dict[str | None, list[SourceFile]] = {}
-        for path in self.checked:
-            rel = os.path.relpath(path, linter.config.root).replace(os.sep, "/")
-            by_root.setdefault(_git_root(Path(path).parent), []).append(SourceFile.read(rel, path))
+        for source in self.checked:
+            by_root.setdefault(_git_root(Path(source.abspath).parent), []).append(source)
         findings = [
-            finding
-            for root, files in by_root.items()
-            for check in linter.project_checks
-            for finding in check.run(Project(linter.config.root, root, files))
+            f for root, files in by_root.items() for f in linter.project_findings(root, files)
         ]
         _raise_if_failing(findings, linter)
 

@@ -36,7 +36,7 @@ from rentcheck.model import Rule
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-__all__ = ["ENTRY_POINT_GROUP", "RuleSet", "all_rules", "builtin_checks", "load_rule_set"]
+__all__ = ["ENTRY_POINT_GROUP", "RuleSet", "all_rules", "load_rule_set"]
 
 ENTRY_POINT_GROUP = "rentcheck.rules"
 CODE_RE = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
@@ -97,10 +97,6 @@ def gate_rules() -> tuple[Rule, ...]:
     for module, attribute in GATE_RULE_SOURCES:
         found.extend(getattr(importlib.import_module(module), attribute))
     return tuple(found)
-
-
-def builtin_checks() -> tuple[Check, ...]:
-    return BUILTIN_CHECKS
 
 
 @dataclass(frozen=True)

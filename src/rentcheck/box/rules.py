@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
-from rentcheck.model import Applicability, Rule, Severity
+import functools
+
+from rentcheck.model import Rule, Severity, described_rule
 
 __all__ = ["BOX_RULES", "RULES_BY_CODE"]
 
@@ -13,29 +15,7 @@ _W = Severity.WARNING
 _N = Severity.NOTE
 
 
-def _rule(  # noqa: PLR0917 - the table below reads best positionally
-    code: str,
-    name: str,
-    summary: str,
-    why: str,
-    bad: str,
-    good: str,
-    fix: str,
-    severity: Severity,
-    family: str = "audit",
-) -> Rule:
-    return Rule(
-        code=code,
-        name=name,
-        family=family,
-        summary=summary,
-        why=why,
-        example_bad=bad,
-        example_good=good,
-        fix=fix,
-        fix_applicability=Applicability.NONE,
-        default_severity=severity,
-    )
+_rule = functools.partial(described_rule, family="audit")
 
 
 BOX_RULES: tuple[Rule, ...] = (

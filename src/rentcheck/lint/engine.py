@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +129,24 @@ class Linter:
             return raw, 0  # the common case: nothing to filter or suppress
         return self.finalize(source, raw)
 
+    def projects(
+        self, git_root: str | None, files: Sequence[SourceFile]
+    ) -> Iterator[tuple[ProjectCheck, Project]]:
+        """Each selected repository check with the files of one work tree it looks at."""
+        for check in self.project_checks:
+            mine = [f for f in files if check.applies(f) and self.in_scope(check.rule, f)]
+            if mine:
+                yield check, Project(self.config.root, git_root, mine)
+
+    def project_findings(self, git_root: str | None, files: Sequence[SourceFile]) -> list[Finding]:
+        """Repository-level findings without fixing anything (the pytest status item)."""
+        return [
+            finding
+            for check, project in self.projects(git_root, files)
+            for finding in check.run(project)
+            if not self._ignored_here(finding) and finding.code in self.enabled
+        ]
+
     def _content_findings(
         self, source: SourceFile, checks: Sequence[FileCheck], cache: FindingsCache | None
     ) -> list[Finding]:
@@ -173,11 +191,8 @@ class Linter:
                 repos.setdefault(outcome.repo_root, []).append(outcome.project_source)
         for git_root, files in repos.items():
             by_path = {f.path: f for f in files}
-            for check in self.project_checks:
-                mine = [f for f in files if check.applies(f) and self.in_scope(check.rule, f)]
-                if mine:
-                    project = Project(self.config.root, git_root, mine)
-                    self._project_findings(check, project, by_path, result, fix=fix, diff=diff)
+            for check, project in self.projects(git_root, files):
+                self._project_findings(check, project, by_path, result, fix=fix, diff=diff)
         # A check may also emit companion notes (e.g. RC209); honour the selection for them.
         result.findings = [f for f in result.findings if f.code in self.enabled]
         result.findings.sort(key=Finding.sort_key)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from rentcheck.model import Applicability, Rule, Severity
+import functools
+
+from rentcheck.model import Applicability, Rule, Severity, described_rule
 
 __all__ = [
     "DEEP_LOAD_FAILED",
@@ -56,28 +58,7 @@ _E = Severity.ERROR
 _NONE = Applicability.NONE
 
 
-def _rule(  # noqa: PLR0917 - the table below reads best positionally
-    code: str,
-    name: str,
-    summary: str,
-    why: str,
-    bad: str,
-    good: str,
-    fix: str,
-    severity: Severity = _E,
-) -> Rule:
-    return Rule(
-        code=code,
-        name=name,
-        family="pull",
-        summary=summary,
-        why=why,
-        example_bad=bad,
-        example_good=good,
-        fix=fix,
-        fix_applicability=_NONE,
-        default_severity=severity,
-    )
+_rule = functools.partial(described_rule, family="pull")
 
 
 PULL_RULES: tuple[Rule, ...] = (

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from rentcheck.model import Applicability, Rule, Severity
+import functools
+
+from rentcheck.model import Rule, Severity, described_rule
 
 __all__ = [
     "BOX_MANIFEST_UNREADABLE",
@@ -21,28 +23,7 @@ METER_STOP_NOT_APPROVED = "RC804"
 METER_STOP_IRREVERSIBLE = "RC805"
 
 
-def _rule(  # noqa: PLR0917 - the table below reads best positionally
-    code: str,
-    name: str,
-    summary: str,
-    why: str,
-    bad: str,
-    good: str,
-    fix: str,
-    severity: Severity = Severity.ERROR,
-) -> Rule:
-    return Rule(
-        code=code,
-        name=name,
-        family="teardown",
-        summary=summary,
-        why=why,
-        example_bad=bad,
-        example_good=good,
-        fix=fix,
-        fix_applicability=Applicability.NONE,
-        default_severity=severity,
-    )
+_rule = functools.partial(described_rule, family="teardown")
 
 
 TEARDOWN_RULES: tuple[Rule, ...] = (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rentcheck.model import Applicability, Rule, Severity
+from rentcheck.model import Applicability, Rule, Severity, described_rule
 
 __all__ = ["RESUME_RULES", "RUN_RULES", "SHIM_UNAVAILABLE", "SMOKE_CLASSES", "SMOKE_RULES"]
 
@@ -12,7 +12,7 @@ _E, _W, _N = Severity.ERROR, Severity.WARNING, Severity.NOTE
 
 def _rule(family: str, severity: Severity, *text: str) -> Rule:
     code, name, summary, why, bad, good, fix = text
-    return Rule(code, name, family, summary, why, bad, good, fix, _NONE, severity)
+    return described_rule(code, name, summary, why, bad, good, fix, severity, family=family)
 
 
 def _smoke(*text: str, severity: Severity = _E) -> Rule:
