@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from rentcheck import __version__
 from rentcheck.errors import RentcheckError
@@ -15,8 +17,34 @@ __all__ = ["main"]
 EPILOG = "exit codes: 0 clean, 1 findings at or above --fail-level, 2 usage/config/internal error"
 
 
+def _terminal_width() -> int:
+    """What argparse would ask ``shutil`` for, without importing it (and its compression
+    modules) on every run: argparse builds a formatter for each argument it registers."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns) - 2
+    try:
+        found = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+    except (AttributeError, OSError, ValueError):
+        found = 0
+    return (found or 80) - 2
+
+
+class _Formatter(argparse.HelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_terminal_width())
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser with rentcheck's formatter, for the top level and every subcommand."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
+
 def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     g = common.add_argument_group("common options")
     g.add_argument("--config", metavar="FILE", help="use this rentcheck.yaml / pyproject.toml")
     g.add_argument("--isolated", action="store_true", help="ignore config files")
@@ -82,7 +110,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     import importlib
 
     common = _common()
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rentcheck",
         description="Runnable gates for training on rented GPUs.",
         epilog=EPILOG,

@@ -84,3 +84,55 @@ def test_missing_ruff_is_one_note_not_a_failure(tmp_path: Path) -> None:
         pytest.skip(f"cannot run rentcheck from a bare interpreter here: {proc.stderr.strip()}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count(": RC209 ") == 1 and ": RC210 " not in proc.stdout
+
+
+def test_ruff_answers_are_cached_by_content(tmp_path: Path) -> None:
+    """A warm run starts no ruff process and reports the same; an edit is judged afresh.
+
+    ruff is the real binary behind a wrapper that logs each start."""
+    import shutil
+
+    real = os.path.join(os.path.dirname(sys.executable), "ruff")
+    real = real if os.path.exists(real) else shutil.which("ruff") or ""
+    if not real:
+        pytest.skip("ruff is not installed (extra lint-python)")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.py").write_text("print(undefined_name)\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(os.path.realpath(sys.executable))
+    log = tmp_path / "ruff-starts.log"
+    wrapper = bin_dir / "ruff"
+    wrapper.write_text(f'#!/bin/sh\necho start >> "{log}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), sysconfig.get_paths()["purelib"]]),
+        "HOME": str(tmp_path),
+    }
+
+    def check() -> str:
+        proc = subprocess.run(
+            [str(bin_dir / "python"), "-m", "rentcheck", "check", "--isolated"]
+            + ["--select", "RC210", "--output-format", "concise", "."],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        if "No module named" in proc.stderr:
+            pytest.skip(f"cannot run rentcheck from a bare interpreter here: {proc.stderr}")
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        return proc.stdout
+
+    cold = check()
+    assert "train.py:1:7: RC210 F821" in cold
+    assert check() == cold
+    assert log.read_text().count("start") == 1
+    (work / "train.py").write_text("import os\nprint(other_name)\n")
+    edited = check()
+    assert "RC210 F401" in edited and "F821 Undefined name `other_name`" in edited
+    assert log.read_text().count("start") == 2

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rentcheck.lint.source import FileKind, SourceFile
 from rentcheck.model import Finding, Rule
+
+if TYPE_CHECKING:
+    from rentcheck.lint.cache import FindingsCache
 
 __all__ = ["FileCheck", "Project", "ProjectCheck"]
 
@@ -18,6 +22,8 @@ class Project:
     root: str
     git_root: str | None
     files: Sequence[SourceFile]
+    # The run's findings cache, for checks whose per-file results depend on content alone.
+    cache: FindingsCache | None = None
 
 
 @dataclass(frozen=True)

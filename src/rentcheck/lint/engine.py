@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,19 @@ class LintResult:
     diffs: list[str] = field(default_factory=list)
 
 
+class _Plan:
+    """The checks one file gets, split by whether their findings may be cached by content."""
+
+    __slots__ = ("cache_kind", "checks", "content", "direct")
+
+    def __init__(self, kind: FileKind, checks: Sequence[FileCheck]) -> None:
+        self.checks = tuple(checks)
+        self.direct = tuple(c for c in checks if not c.content_only)
+        self.content = tuple(c for c in checks if c.content_only)
+        # Cached findings are keyed by content and by which rules produced them.
+        self.cache_kind = f"{kind.value}|{','.join(c.rule.code for c in self.content)}"
+
+
 class Linter:
     """The selected rules of one configuration, ready to run on files or whole trees."""
 
@@ -73,10 +86,17 @@ class Linter:
         self.file_checks = [c for c in rules.file_checks if c.rule.code in self.enabled]
         self.project_checks = [c for c in rules.project_checks if c.rule.code in self.enabled]
         self.training_paths = _training_paths(config)
-        self._by_kind = {
-            kind: [c for c in self.file_checks if c.kinds is None or kind in c.kinds]
-            for kind in FileKind
-        }
+        # Per kind of file, the checks grouped by their ``applies`` function: most rules of a
+        # family share one, so a file costs one call per family, not one per rule.
+        self._by_kind: dict[FileKind, list[tuple[Callable[[SourceFile], bool], list[FileCheck]]]]
+        self._by_kind = {}
+        for kind in FileKind:
+            groups: dict[Callable[[SourceFile], bool], list[FileCheck]] = {}
+            for c in self.file_checks:
+                if c.kinds is None or kind in c.kinds:
+                    groups.setdefault(c.applies, []).append(c)
+            self._by_kind[kind] = list(groups.items())
+        self._plans: dict[tuple[FileKind, tuple[bool, ...], bool], _Plan] = {}
 
     # -- one file -------------------------------------------------------------------------
     def in_scope(self, rule: Rule, source: SourceFile) -> bool:
@@ -85,17 +105,30 @@ class Linter:
             return True
         return matches_any(source.path, self.training_paths)
 
-    def applicable(self, source: SourceFile) -> list[FileCheck]:
-        return [
-            check
-            for check in self._by_kind[source.kind]
-            if check.applies(source) and self.in_scope(check.rule, source)
-        ]
+    def plan(self, source: SourceFile) -> _Plan:
+        """The checks that apply to ``source``; one call per group of checks, and the plan
+        itself is shared by every file that answers the same way."""
+        groups = self._by_kind[source.kind]
+        answers = tuple(applies(source) for applies, _ in groups)
+        training = self.training_paths is None or matches_any(source.path, self.training_paths)
+        key = (source.kind, answers, training)
+        plan = self._plans.get(key)
+        if plan is None:
+            checks = [
+                c for (_, members), yes in zip(groups, answers, strict=True) if yes for c in members
+            ]
+            if not training:
+                checks = [c for c in checks if c.rule.family != "python"]
+            plan = self._plans[key] = _Plan(source.kind, checks)
+        return plan
 
-    def wants(self, source: SourceFile, applicable: Sequence[FileCheck] | None = None) -> bool:
+    def applicable(self, source: SourceFile) -> list[FileCheck]:
+        return list(self.plan(source).checks)
+
+    def wants(self, source: SourceFile, plan: _Plan | None = None) -> bool:
         """Whether any selected rule looks at this file. Only such files are checked, and
         only their directives count: text that merely mentions one is not a directive."""
-        return bool(self.applicable(source) if applicable is None else applicable) or any(
+        return bool((plan or self.plan(source)).checks) or any(
             check.applies(source) and self.in_scope(check.rule, source)
             for check in self.project_checks
         )
@@ -117,14 +150,11 @@ class Linter:
         return [f for f in result if not self._ignored_here(f)], suppressed
 
     def check_source(
-        self,
-        source: SourceFile,
-        applicable: Sequence[FileCheck] | None = None,
-        cache: FindingsCache | None = None,
+        self, source: SourceFile, plan: _Plan | None = None, cache: FindingsCache | None = None
     ) -> tuple[list[Finding], int]:
-        checks = self.applicable(source) if applicable is None else applicable
-        raw = [f for check in checks if not check.content_only for f in check.run(source)]
-        raw.extend(self._content_findings(source, [c for c in checks if c.content_only], cache))
+        plan = plan or self.plan(source)
+        raw = [f for check in plan.direct for f in check.run(source)]
+        raw.extend(self._content_findings(source, plan, cache))
         if not raw and b"rentcheck:" not in source.data:
             return raw, 0  # the common case: nothing to filter or suppress
         return self.finalize(source, raw)
@@ -136,7 +166,7 @@ class Linter:
         for check in self.project_checks:
             mine = [f for f in files if check.applies(f) and self.in_scope(check.rule, f)]
             if mine:
-                yield check, Project(self.config.root, git_root, mine)
+                yield check, Project(self.config.root, git_root, mine, getattr(self, "cache", None))
 
     def project_findings(self, git_root: str | None, files: Sequence[SourceFile]) -> list[Finding]:
         """Repository-level findings without fixing anything (the pytest status item)."""
@@ -148,18 +178,17 @@ class Linter:
         ]
 
     def _content_findings(
-        self, source: SourceFile, checks: Sequence[FileCheck], cache: FindingsCache | None
+        self, source: SourceFile, plan: _Plan, cache: FindingsCache | None
     ) -> list[Finding]:
-        if not checks:
+        if not plan.content:
             return []
         key = None
         if cache is not None:
-            codes = ",".join(c.rule.code for c in checks)
-            key = cache.key(source.data, f"{source.kind.value}|{codes}")
+            key = cache.key(source.data, plan.cache_kind)
             cached = cache.get(key, source.path)
             if cached is not None:
                 return cached
-        found = [finding for check in checks for finding in check.run(source)]
+        found = [finding for check in plan.content for finding in check.run(source)]
         if cache is not None and key is not None:
             cache.put(key, found)
         return found
@@ -223,13 +252,13 @@ class Linter:
         source = _read(candidate)
         if source is None:
             return None
-        checks = self.applicable(source)
-        if not self.wants(source, checks):
+        plan = self.plan(source)
+        if not self.wants(source, plan):
             return None
         outcome = _FileOutcome(source.path, candidate.repo.root if candidate.repo else None)
         cache = getattr(self, "cache", None)
         for _ in range(_MAX_FIX_ROUNDS):
-            findings, suppressed = self.check_source(source, checks, cache)
+            findings, suppressed = self.check_source(source, plan, cache)
             fixable = next((f for f in findings if _safe_edits(f)), None)
             if fixable is None or not (fix or diff):
                 break

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from rentcheck.lint.check import Project, ProjectCheck
 from rentcheck.lint.python.syntax import python_applies
+from rentcheck.lint.source import SourceFile
 from rentcheck.model import Applicability, Finding, Rule, Severity
 
 RUFF_RULE = Rule(
@@ -59,10 +60,13 @@ def _ruff() -> str | None:
     return beside if os.path.exists(beside) else shutil.which("ruff")
 
 
-def _run(project: Project) -> Iterator[Finding]:
-    import json
-    import subprocess
+def _identity(ruff: str) -> str:
+    """What ruff's answer for a file depends on besides its bytes: which binary, which rules."""
+    st = os.stat(ruff)
+    return f"ruff|{os.path.realpath(ruff)}|{st.st_size}|{st.st_mtime_ns}|{SELECT}"
 
+
+def _run(project: Project) -> Iterator[Finding]:
     files = [f for f in project.files if python_applies(f)]
     if not files:
         return
@@ -76,6 +80,40 @@ def _run(project: Project) -> Iterator[Finding]:
             path=files[0].path,
         )
         return
+    # ruff's pyflakes rules judge one file at a time: answers are cached by content, and only
+    # the files the cache has not seen are handed to ruff (a warm run starts no process).
+    cache, identity = project.cache, _identity(ruff)
+    keys: dict[str, str] = {}
+    misses: list[SourceFile] = []
+    for source in files:
+        if cache is None:
+            misses.append(source)
+            continue
+        key = keys[source.path] = cache.key(source.data, identity)
+        cached = cache.get(key, source.path)
+        if cached is None:
+            misses.append(source)
+        else:
+            yield from cached
+    if not misses:
+        return
+    found = _ruff_findings(ruff, misses)
+    if isinstance(found, str):
+        yield Finding(
+            RUFF_MISSING_RULE.code, RUFF_MISSING_RULE.default_severity, found, path=misses[0].path
+        )
+        return
+    for source in misses:
+        if cache is not None:
+            cache.put(keys[source.path], found.get(source.path, []))
+        yield from found.get(source.path, [])
+
+
+def _ruff_findings(ruff: str, files: list[SourceFile]) -> dict[str, list[Finding]] | str:
+    """RC210 findings per file path from one ruff run, or why there are none."""
+    import json
+    import subprocess
+
     by_abspath = {os.path.realpath(f.abspath): f for f in files}
     proc = subprocess.run(
         [
@@ -98,13 +136,8 @@ def _run(project: Project) -> Iterator[Finding]:
     try:
         diagnostics = json.loads(proc.stdout or "[]")
     except json.JSONDecodeError:
-        yield Finding(
-            RUFF_MISSING_RULE.code,
-            RUFF_MISSING_RULE.default_severity,
-            f"ruff did not return JSON (exit {proc.returncode}): {proc.stderr.strip()[:200]}",
-            path=files[0].path,
-        )
-        return
+        return f"ruff did not return JSON (exit {proc.returncode}): {proc.stderr.strip()[:200]}"
+    found: dict[str, list[Finding]] = {}
     for item in diagnostics:
         source = by_abspath.get(os.path.realpath(item.get("filename", "")))
         if source is None:
@@ -113,17 +146,20 @@ def _run(project: Project) -> Iterator[Finding]:
         location = item.get("location") or {}
         end = item.get("end_location") or {}
         severe = code == "syntax-error" or code.startswith(ERROR_CODES)
-        yield Finding(
-            code=RUFF_RULE.code,
-            severity=Severity.ERROR if severe else Severity.WARNING,
-            message=f"{code} {item.get('message', '')}",
-            path=source.path,
-            line=location.get("row"),
-            col=location.get("column"),
-            end_line=end.get("row"),
-            end_col=end.get("column"),
-            details={"ruff_code": code, "ruff_url": item.get("url")},
+        found.setdefault(source.path, []).append(
+            Finding(
+                code=RUFF_RULE.code,
+                severity=Severity.ERROR if severe else Severity.WARNING,
+                message=f"{code} {item.get('message', '')}",
+                path=source.path,
+                line=location.get("row"),
+                col=location.get("column"),
+                end_line=end.get("row"),
+                end_col=end.get("column"),
+                details={"ruff_code": code, "ruff_url": item.get("url")},
+            )
         )
+    return found
 
 
 RUFF = ProjectCheck(RUFF_RULE, python_applies, _run)
