@@ -130,3 +130,9 @@ def test_a_lint_run_imports_no_gate_command_module(tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True
     )
     assert proc.stdout.strip().splitlines()[-1] == "['rentcheck.commands.check']"
+
+
+def test_cli_exit_error_is_the_report_exit_error() -> None:
+    from rentcheck import cli, report
+
+    assert cli.EXIT_ERROR == report.EXIT_ERROR == 2

@@ -6,13 +6,17 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 from rentcheck import __version__
 from rentcheck.errors import RentcheckError
-from rentcheck.report import EXIT_ERROR
 
 __all__ = ["main"]
+
+EXIT_ERROR = 2  # the same code as rentcheck.report.EXIT_ERROR (that module loads the model)
 
 EPILOG = "exit codes: 0 clean, 1 findings at or above --fail-level, 2 usage/config/internal error"
 

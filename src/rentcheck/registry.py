@@ -11,9 +11,8 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from rentcheck.errors import ConfigError
 from rentcheck.lint import gitattributes, line_endings, shebang
@@ -99,8 +98,7 @@ def gate_rules() -> tuple[Rule, ...]:
     return tuple(found)
 
 
-@dataclass(frozen=True)
-class RuleSet:
+class RuleSet(NamedTuple):
     """Every known rule with the check that implements it (None for engine rules)."""
 
     rules: dict[str, Rule]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from rentcheck.atomic import write_atomic
@@ -27,16 +26,29 @@ _PARALLEL_MIN_FILES = 400
 _FORKED: tuple[Linter, bool, bool] | None = None
 
 
-@dataclass
 class _FileOutcome:
-    path: str
-    repo_root: str | None
-    findings: list[Finding] = field(default_factory=list)
-    suppressed: int = 0
-    fixed: list[Finding] = field(default_factory=list)
-    diffs: list[str] = field(default_factory=list)
-    project_source: SourceFile | None = None  # kept only for files a project check reads
-    cache_entries: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """What checking one file produced; sent back from a worker process when forked."""
+
+    __slots__ = (
+        "cache_entries",
+        "diffs",
+        "findings",
+        "fixed",
+        "path",
+        "project_source",
+        "repo_root",
+        "suppressed",
+    )
+
+    def __init__(self, path: str, repo_root: str | None) -> None:
+        self.path = path
+        self.repo_root = repo_root
+        self.findings: list[Finding] = []
+        self.suppressed = 0
+        self.fixed: list[Finding] = []
+        self.diffs: list[str] = []
+        self.project_source: SourceFile | None = None  # only for files a project check reads
+        self.cache_entries: dict[str, list[dict[str, Any]]] = {}
 
 
 def _workers(files: int, jobs: int | None) -> int:
@@ -54,13 +66,17 @@ def _lint_in_worker(candidate: Candidate) -> _FileOutcome | None:
     return linter.lint_candidate(candidate, fix=fix, diff=diff)
 
 
-@dataclass
 class LintResult:
-    findings: list[Finding] = field(default_factory=list)
-    checked: list[str] = field(default_factory=list)
-    fixed: list[Finding] = field(default_factory=list)
-    suppressed: int = 0
-    diffs: list[str] = field(default_factory=list)
+    """Everything one lint run found, fixed and suppressed."""
+
+    __slots__ = ("checked", "diffs", "findings", "fixed", "suppressed")
+
+    def __init__(self) -> None:
+        self.findings: list[Finding] = []
+        self.checked: list[str] = []
+        self.fixed: list[Finding] = []
+        self.suppressed = 0
+        self.diffs: list[str] = []
 
 
 class _Plan:
@@ -234,6 +250,8 @@ class Linter:
         workers = _workers(len(candidates), jobs)
         if jobs is None and len(self.cache.entries) >= len(candidates) // 2:
             workers = 1  # mostly cached: forking costs more than the few parses it would share
+        if jobs is None and not any(c.content_only for c in self.file_checks):
+            workers = 1  # byte-level checks only: a file costs less than sending it to a worker
         if workers <= 1:
             return [self.lint_candidate(c, fix=fix, diff=diff) for c in candidates]
         import multiprocessing

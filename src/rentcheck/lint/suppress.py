@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from rentcheck.config import code_matches
 from rentcheck.lint.source import FileKind, SourceFile
@@ -26,14 +26,13 @@ _HASH = re.compile(rb"#\s*rentcheck:\s*(ignore-file|ignore)\b(?:\[([^\]]*)\])?")
 _HTML = re.compile(rb"<!--\s*rentcheck:\s*(ignore-file|ignore)\b(?:\[([^\]]*)\])?\s*-->")
 
 
-@dataclass
-class Directive:
+class Directive(NamedTuple):
     line: int  # where the directive is written
     targets: tuple[int, ...]  # lines it covers; empty for file-level
     file_level: bool
     codes: tuple[str, ...]  # empty = every code
+    used: set[str]  # the codes it suppressed, filled in as findings are matched
     misplaced: bool = False  # ignore-file written after the first command: covers nothing
-    used: set[str] = field(default_factory=set)
 
 
 def _is_comment_or_blank(line: bytes, kind: FileKind) -> bool:
@@ -80,7 +79,7 @@ def parse_directives(source: SourceFile) -> list[Directive]:
         if match.group(1) == b"ignore-file":
             # A file-level directive after the first command is ambiguous: treat it as
             # covering nothing so RC900 points at it.
-            directives.append(Directive(number, (), True, codes, misplaced=seen_command))
+            directives.append(Directive(number, (), True, codes, set(), misplaced=seen_command))
             if not own_line:
                 seen_command = True
             continue
@@ -98,7 +97,7 @@ def parse_directives(source: SourceFile) -> list[Directive]:
                 targets.append(following)
         else:
             seen_command = True
-        directives.append(Directive(number, tuple(targets), False, codes))
+        directives.append(Directive(number, tuple(targets), False, codes, set()))
     return directives
 
 

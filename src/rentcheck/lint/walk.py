@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from rentcheck.errors import UsageError
 from rentcheck.pathmatch import matches_any
@@ -14,11 +14,18 @@ from rentcheck.pathmatch import matches_any
 __all__ = ["Candidate", "GitRepo", "collect"]
 
 
-@dataclass
 class GitRepo:
-    root: str
-    _modes: dict[str, int] | None = field(default=None, repr=False)
-    _trust_fs: bool | None = field(default=None, repr=False)
+    """A git work tree; the index modes are read once, on first need."""
+
+    __slots__ = ("_modes", "_trust_fs", "root")
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._modes: dict[str, int] | None = None
+        self._trust_fs: bool | None = None
+
+    def __repr__(self) -> str:
+        return f"GitRepo({self.root!r})"
 
     def _git(self, *args: str) -> bytes:
         import subprocess
@@ -45,8 +52,7 @@ class GitRepo:
         return self._modes.get(relpath)
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     path: str  # relative to the project root, or absolute when outside it
     abspath: str
     repo: GitRepo | None
