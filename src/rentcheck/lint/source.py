@@ -5,9 +5,9 @@ from __future__ import annotations
 import enum
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 __all__ = ["FileKind", "SourceFile", "classify", "interpreter_of"]
 
@@ -62,6 +62,30 @@ def classify(relpath: str, head: bytes) -> FileKind:
     return FileKind.OTHER
 
 
+_T = TypeVar("_T")
+
+
+class _once(Generic[_T]):  # noqa: N801 - used as a decorator, like functools.cached_property
+    """functools.cached_property without its per-instance lock (Python < 3.12 takes an RLock
+    on every first access, a measurable cost when every file asks ``is_binary`` once)."""
+
+    def __init__(self, compute: Callable[[Any], _T]) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> _once[_T]: ...
+    @overload
+    def __get__(self, instance: object, owner: type) -> _T: ...
+    def __get__(self, instance: object | None, owner: type) -> _once[_T] | _T:
+        if instance is None:
+            return self
+        value = self.compute(instance)
+        instance.__dict__[self.name] = value  # later reads find it first: no call at all
+        return value
+
+
 def _read_regular(abspath: str, limit: int) -> tuple[bytes, os.stat_result]:
     """Up to ``limit`` bytes of a regular file, with its stat. Plain ``os`` calls: this runs
     once per checked file and the buffered file object costs more than the read itself.
@@ -76,6 +100,8 @@ def _read_regular(abspath: str, limit: int) -> tuple[bytes, os.stat_result]:
         want = min(st.st_size + 1, limit)
         chunks = [os.read(fd, want)]
         size = len(chunks[0])
+        if size < want:  # a short read of a regular file is its end: no second call needed
+            return chunks[0], st
         while chunks[-1] and size < limit:
             chunks.append(os.read(fd, min(limit - size, 1 << 16)))
             size += len(chunks[-1])
@@ -106,7 +132,7 @@ class SourceFile:
         mode = index_mode if index_mode is not None else st.st_mode
         return cls(path, abspath, data, mode, classify(path, data[:256]), truncated)
 
-    @cached_property
+    @_once
     def is_binary(self) -> bool:
         return b"\0" in self.data[:_BINARY_SNIFF]
 
@@ -122,7 +148,7 @@ class SourceFile:
     def has_shebang(self) -> bool:
         return self.data.startswith(b"#!")
 
-    @cached_property
+    @_once
     def text(self) -> str:
         return self.data.decode("utf-8", "replace")
 
