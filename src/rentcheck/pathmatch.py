@@ -57,27 +57,45 @@ def _compile(pattern: str) -> tuple[bool, re.Pattern[str]]:
     return False, re.compile(f"^{body}$", re.DOTALL)
 
 
+def _component_search(patterns: list[str]) -> re.Pattern[str] | None:
+    """One regex that finds a path component matching any of ``patterns`` anywhere in a
+    path, so a path is searched once instead of split and matched part by part. Only for
+    patterns without brackets: a class like ``[!a]`` could match the ``/`` between parts."""
+    if any("[" in p for p in patterns):
+        return None
+    # Within one component ``**`` means ``*``; neither may cross a slash here.
+    bodies = [_translate(p.rstrip("/").replace("**", "*"), cross_slash=False) for p in patterns]
+    return re.compile(f"(?:^|/)(?:{'|'.join(bodies)})(?:/|$)", re.DOTALL)
+
+
 @lru_cache(maxsize=64)
 def _compile_set(
     patterns: tuple[str, ...],
-) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
-    """One alternation for the component patterns and one for the anchored ones."""
+) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None, re.Pattern[str] | None]:
+    """The component patterns as one alternation (and, when possible, as one whole-path
+    search), and the anchored ones as another."""
     component: list[str] = []
+    plain: list[str] = []
     anchored: list[str] = []
     for pattern in patterns:
         is_anchored, regex = _compile(pattern)
         (anchored if is_anchored else component).append(f"(?:{regex.pattern})")
+        if not is_anchored:
+            plain.append(pattern)
     return (
         re.compile("|".join(component), re.DOTALL) if component else None,
+        _component_search(plain) if plain else None,
         re.compile("|".join(anchored), re.DOTALL) if anchored else None,
     )
 
 
 def matches_any(relpath: str, patterns: Iterable[str]) -> bool:
     """True when the POSIX ``relpath`` (relative to the project root) hits any pattern."""
-    component, anchored = _compile_set(tuple(patterns))
+    component, search, anchored = _compile_set(tuple(patterns))
     if anchored is not None and anchored.match(relpath):
         return True
+    if search is not None:
+        return search.search(relpath) is not None
     if component is not None:
         return any(component.match(part) for part in relpath.split("/"))
     return False
