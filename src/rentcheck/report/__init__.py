@@ -72,17 +72,22 @@ class Report:
         return " ".join(parts)
 
 
-def _formatters() -> dict[str, Callable[[Report, bool], str]]:
-    from rentcheck.report import github, json_format, sarif, text
-
-    return {
-        "text": text.render_full,
-        "concise": text.render_concise,
-        "json": lambda report, _color: json_format.render(report),
-        "sarif": lambda report, _color: sarif.render(report),
-        "github": lambda report, _color: github.render(report),
-    }
+# Each output format: the module that renders it (only that one is imported), its function,
+# and whether the function takes the colour flag (terminal formats only).
+FORMATS: dict[str, tuple[str, str, bool]] = {
+    "text": ("text", "render_full", True),
+    "concise": ("text", "render_concise", True),
+    "json": ("json_format", "render", False),
+    "sarif": ("sarif", "render", False),
+    "github": ("github", "render", False),
+}
 
 
 def render(report: Report, output_format: str, *, color: bool = False) -> str:
-    return _formatters()[output_format](report, color)
+    import importlib
+
+    module, name, takes_color = FORMATS[output_format]
+    renderer: Callable[..., str] = getattr(
+        importlib.import_module(f"rentcheck.report.{module}"), name
+    )
+    return renderer(report, color) if takes_color else renderer(report)
