@@ -7,12 +7,12 @@ import os
 import sys
 from collections.abc import Sequence
 
+from rentcheck import __version__
+from rentcheck.errors import RentcheckError
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     from typing import Any
-
-from rentcheck import __version__
-from rentcheck.errors import RentcheckError
 
 __all__ = ["main"]
 

@@ -49,3 +49,35 @@ def test_damaged_or_foreign_cache_is_ignored(tmp_path: Path) -> None:
     doc["salt"] = "0" * 16
     store.write_text(json.dumps(doc))
     assert ("RC110", 2) in _run(tmp_path)
+
+
+def test_warm_run_loads_no_parser(tmp_path: Path) -> None:
+    """A pre-commit run over unchanged scripts is answered from the cache: it must not pay
+    for importing tree-sitter or the shell tree module (tens of milliseconds)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "run.sh").write_bytes(BAD)
+    probe = (
+        "import sys\n"
+        "from rentcheck.cli import main\n"
+        "code = main(['check', '--isolated', '--output-format', 'concise', 'run.sh'])\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(('tree_sitter', "
+        "'rentcheck.lint.shell.tree')))\n"
+        "print('LOADED', ','.join(loaded), 'EXIT', code)\n"
+    )
+
+    def run() -> str:
+        proc = subprocess.run(
+            [sys.executable, "-c", probe],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        return proc.stdout.splitlines()[-1]
+
+    cold = run()
+    assert "tree_sitter" in cold and cold.endswith("EXIT 1"), cold
+    assert run() == "LOADED  EXIT 1"

@@ -114,8 +114,10 @@ def test_ruff_answers_are_cached_by_content(tmp_path: Path) -> None:
 
     def check() -> str:
         proc = subprocess.run(
-            [str(bin_dir / "python"), "-m", "rentcheck", "check", "--isolated"]
-            + ["--select", "RC210", "--output-format", "concise", "."],
+            [
+                *(str(bin_dir / "python"), "-m", "rentcheck", "check", "--isolated"),
+                *("--select", "RC210", "--output-format", "concise", "."),
+            ],
             cwd=work,
             env=env,
             capture_output=True,

@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from rentcheck.lint.check import FileCheck
-from rentcheck.lint.shell.tree import ShellScript, script_of, tree_sitter_available
 from rentcheck.lint.source import FileKind, SourceFile
 from rentcheck.model import Finding, Fix, Rule
 
-__all__ = ["Hit", "shell_check"]
+if TYPE_CHECKING:
+    from rentcheck.lint.shell.tree import ShellScript
+
+__all__ = ["Hit", "shell_check", "tree_sitter_available"]
 
 # (line, col, message, details, fix)
 Hit = tuple[int, int, str, dict[str, Any], Fix | None]
-ScriptRule = Callable[[ShellScript], Iterable[Hit]]
+ScriptRule = Callable[["ShellScript"], Iterable[Hit]]
+
+
+@lru_cache(maxsize=1)
+def tree_sitter_available() -> bool:
+    """Whether the ``lint-shell`` extra is installed, found without importing it: a run whose
+    scripts are all cached never loads the parser (tens of milliseconds of start-up)."""
+    from importlib.util import find_spec
+
+    return all(find_spec(name) is not None for name in ("tree_sitter", "tree_sitter_bash"))
 
 
 def _applies(source: SourceFile) -> bool:
@@ -27,6 +39,16 @@ def _applies(source: SourceFile) -> bool:
 
 
 _SHELL = frozenset({FileKind.SHELL})
+
+
+@lru_cache(maxsize=1)
+def _script_of() -> Callable[[SourceFile], ShellScript]:
+    """``tree.script_of``, imported on first use rather than at the top: a run answered from
+    the findings cache checks no script and never loads the parse-tree module. (Cached: an
+    import statement in ``check`` would cost a microsecond per file and rule.)"""
+    from rentcheck.lint.shell.tree import script_of
+
+    return script_of
 
 
 def shell_check(rule: Rule, run: ScriptRule) -> FileCheck:
@@ -42,7 +64,7 @@ def shell_check(rule: Rule, run: ScriptRule) -> FileCheck:
                 details=details,
                 fix=fix,
             )
-            for line, col, message, details, fix in run(script_of(source))
+            for line, col, message, details, fix in run(_script_of()(source))
         ]
 
     return FileCheck(rule, _applies, check, content_only=True, kinds=_SHELL)

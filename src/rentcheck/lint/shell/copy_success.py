@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from rentcheck.lint.shell.common import Hit, hit, shell_check
-from rentcheck.lint.shell.tree import Command, ShellScript, text
+from rentcheck.lint.shell.words import text
 from rentcheck.model import Applicability, Rule, Severity
+
+if TYPE_CHECKING:
+    from rentcheck.lint.shell.tree import Command, ShellScript
 
 RULE = Rule(
     code="RC104",

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from rentcheck.lint.shell.common import Hit, hit, shell_check
-from rentcheck.lint.shell.tree import ShellScript, text
+from rentcheck.lint.shell.words import text
 from rentcheck.model import Applicability, Rule, Severity
+
+if TYPE_CHECKING:
+    from rentcheck.lint.shell.tree import ShellScript
 
 RULE = Rule(
     code="RC111",
@@ -32,32 +36,64 @@ _OFF_WORDS = re.compile(r"\b(disable[sd]?|turns? (it )?off|switch(es)? off|no-?o
 _EMPTY_WORDS = re.compile(r"\b(empty|blank|unset|\"\"|'')", re.I)
 
 
-def _empty_means_off(script: ShellScript, name: str) -> str | None:
+# _OFF_WORDS cannot match without one of these; `in` rules out most comments far faster than
+# a case-blind regex (for ASCII text, where lower() and re agree on case).
+_OFF_NEEDLES = ("disable", "turn", "switch", "noop", "no-op", "skip")
+
+
+def _says_empty_means_off(comment: str) -> bool:
+    if comment.isascii():
+        lowered = comment.lower()
+        if not any(needle in lowered for needle in _OFF_NEEDLES):
+            return False
+    return bool(_OFF_WORDS.search(comment) and _EMPTY_WORDS.search(comment))
+
+
+def _off_comments(script: ShellScript) -> list[tuple[int, str]]:
+    """(line, text) of the comments that say an empty value switches something off."""
+    found: list[tuple[int, str]] = []
+    for node in script.of("comment"):
+        comment = text(node)
+        if _says_empty_means_off(comment):
+            found.append((node.start_point[0] + 1, comment))
+    return found
+
+
+def _empty_means_off(off_comments: list[tuple[int, str]], name: str) -> str | None:
     """Evidence that an empty NAME is meant to switch something off: a comment that names
     the variable and says empty disables, or an empty assignment commented that way."""
     if len(name) < 2 or name.isdigit():
         return None  # positional parameters: no documentation to go by
     mention = re.compile(rf"\b{re.escape(name)}\b")
-    for node in script.of("comment"):
-        comment = text(node)
-        if mention.search(comment) and _OFF_WORDS.search(comment) and _EMPTY_WORDS.search(comment):
-            return f"the comment on line {node.start_point[0] + 1} says an empty value means off"
+    for line, comment in off_comments:
+        if mention.search(comment):
+            return f"the comment on line {line} says an empty value means off"
     return None
 
 
 def _run(script: ShellScript) -> Iterator[Hit]:
+    if b":-" not in script.source.data:
+        return  # the `:-` operator is written in the script's own bytes, or it is not there
+    off_comments: list[tuple[int, str]] | None = None  # read on the first `:-` expansion
     for node in script.of("expansion"):
+        expansion = text(node)
+        if ":-" not in expansion:
+            continue  # cheaper than reading the children of every expansion
         children = node.children
         names = [c for c in children if c.type == "variable_name"]
         if not names or not any(c.type == ":-" for c in children):
             continue
         name = text(names[0])
-        if text(node).endswith(":-}"):
+        if expansion.endswith(":-}"):
             continue  # an empty default: empty in, empty out
-        evidence = _empty_means_off(script, name)
+        if off_comments is None:
+            off_comments = _off_comments(script)
+        if not off_comments:
+            return  # no comment says empty means off: nothing to report in this script
+        evidence = _empty_means_off(off_comments, name)
         if evidence is None:
             continue
-        default = text(node).split(":-", 1)[1][:-1]
+        default = expansion.split(":-", 1)[1][:-1]
         yield hit(
             int(node.start_point[0]) + 1,
             int(node.start_point[1]) + 1,

@@ -4,11 +4,16 @@ Python output."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from rentcheck.lint.shell.common import Hit, hit, shell_check
-from rentcheck.lint.shell.tree import Command, ShellScript, loose_value, text
+from rentcheck.lint.shell.words import loose_value, text
 from rentcheck.model import Applicability, Rule, Severity
+
+if TYPE_CHECKING:
+    from rentcheck.lint.shell.tree import Command, ShellScript
 
 UNEXPORTED_RULE = Rule(
     code="RC108",
@@ -98,10 +103,10 @@ def _assigned_and_exported(script: ShellScript) -> tuple[dict[str, int], set[str
     return assigned, exported, allexport
 
 
-def _unexported(script: ShellScript) -> Iterator[Hit]:
-    assigned, exported, allexport = _assigned_and_exported(script)
-    if allexport:
-        return
+def _single_quoted_variables(script: ShellScript) -> list[tuple[Command, str]]:
+    """(command, variable) for each $VAR inside a single-quoted command string that a
+    detached runner (tmux, nohup, ...) hands to another shell."""
+    found: list[tuple[Command, str]] = []
     for command in script.commands():
         if command.name not in _DETACHED_RUNNERS:
             continue  # ssh runs remotely: exporting would not help there
@@ -110,16 +115,28 @@ def _unexported(script: ShellScript) -> Iterator[Hit]:
                 continue
             if not any(inner.outer is command for inner in script.nested()):
                 continue
-            for name in dict.fromkeys(_VAR.findall(loose_value(arg))):
-                if name in assigned and name not in exported:
-                    yield hit(
-                        command.line,
-                        command.col,
-                        f"${name} is set on line {assigned[name]} without `export`, but is "
-                        f"expanded inside the single-quoted command given to `{command.name}`: "
-                        f"the detached shell sees it empty; `export {name}`",
-                        variable=name,
-                    )
+            found.extend((command, name) for name in dict.fromkeys(_VAR.findall(loose_value(arg))))
+    return found
+
+
+def _unexported(script: ShellScript) -> Iterator[Hit]:
+    # The candidates first: few scripts have any, and reading every assignment costs more.
+    candidates = _single_quoted_variables(script)
+    if not candidates:
+        return
+    assigned, exported, allexport = _assigned_and_exported(script)
+    if allexport:
+        return
+    for command, name in candidates:
+        if name in assigned and name not in exported:
+            yield hit(
+                command.line,
+                command.col,
+                f"${name} is set on line {assigned[name]} without `export`, but is "
+                f"expanded inside the single-quoted command given to `{command.name}`: "
+                f"the detached shell sees it empty; `export {name}`",
+                variable=name,
+            )
 
 
 def _is_detached(command: Command) -> bool:
@@ -134,25 +151,48 @@ _LONG_RUNNING = re.compile(
 )
 
 
+_WRAPPERS = frozenset({"nohup", "setsid", "env", "exec", "nice", "ionice", "stdbuf"})
+
+
 def _launch_words(command: Command) -> list[str]:
     """The program and arguments actually launched (after nohup/setsid/env wrappers)."""
     words = [command.name, *command.argv]
-    while words and words[0] in ("nohup", "setsid", "env", "exec", "nice", "ionice", "stdbuf"):
+    while words and words[0] in _WRAPPERS:
         words = words[1:]
         while words and (words[0].startswith("-") or "=" in words[0]):
             words = words[1:]
     return words
 
 
+@lru_cache(maxsize=4096)
+def _is_long_running(program: str) -> bool:
+    # Cached: asked of every command name, and a script uses few distinct names.
+    return _LONG_RUNNING.match(program.rsplit("/", 1)[-1]) is not None
+
+
+def _is_python(program: str) -> bool:
+    return program.startswith("python") and _PYTHON.match(program) is not None
+
+
+def _may_launch(command: Command, is_program: Callable[[str], bool]) -> bool:
+    """Whether the launched program can be one that ``is_program`` accepts, decided from the
+    name alone: it is the name itself unless the name is a wrapper. Checked before anything
+    that reads the arguments or climbs the tree, which most commands never need."""
+    return command.name in _WRAPPERS or is_program(command.name)
+
+
 def _stdin_hits(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
         for command in current.commands():
-            if not _is_detached(command) or command.name in _QUIET or command.stdin_redirected():
+            name = command.name
+            if name in _QUIET or name == "disown":
                 continue
-            if command.name == "disown":
+            if not _may_launch(command, _is_long_running) or not _is_detached(command):
                 continue
             launched = _launch_words(command)
-            if not launched or not _LONG_RUNNING.match(launched[0].rsplit("/", 1)[-1]):
+            if not launched or not _is_long_running(launched[0]):
+                continue
+            if command.stdin_redirected():
                 continue
             yield hit(
                 command.line,
@@ -162,11 +202,22 @@ def _stdin_hits(script: ShellScript) -> Iterator[Hit]:
             )
 
 
-def _buffered_hits(script: ShellScript) -> Iterator[Hit]:
-    unbuffered_env = any(
+def _has_unbuffered_env(script: ShellScript) -> bool:
+    return any(
         "PYTHONUNBUFFERED" in text(node)
         for node in script.of("declaration_command", "variable_assignment")
     )
+
+
+def _unbuffered_flag(launched: list[str]) -> bool:
+    return "-u" in launched[1:] or any(
+        w.startswith("-") and not w.startswith("--") and "u" in w[1:] and w != "-m"
+        for w in launched[1:2]
+    )
+
+
+def _buffered_hits(script: ShellScript) -> Iterator[Hit]:
+    unbuffered_env: bool | None = None  # read on the first detached python: most have none
     for current in script.all_scripts():
         detached_context = current.outer is not None and current.outer.name in (
             "tmux",
@@ -175,17 +226,18 @@ def _buffered_hits(script: ShellScript) -> Iterator[Hit]:
             "setsid",
         )
         for command in current.commands():
+            if not _may_launch(command, _is_python):
+                continue
             launched = _launch_words(command)
-            if not launched or not _PYTHON.match(launched[0]):
+            if not launched or not _is_python(launched[0]):
                 continue
             if not (detached_context or _is_detached(command)):
                 continue
-            if "-u" in launched[1:] or any(
-                w.startswith("-") and not w.startswith("--") and "u" in w[1:] and w != "-m"
-                for w in launched[1:2]
-            ):
+            if _unbuffered_flag(launched) or "PYTHONUNBUFFERED" in command.env:
                 continue
-            if unbuffered_env or "PYTHONUNBUFFERED" in command.env:
+            if unbuffered_env is None:
+                unbuffered_env = _has_unbuffered_env(script)
+            if unbuffered_env:
                 continue
             yield hit(
                 command.line,

@@ -6,11 +6,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from rentcheck.lint.shell.common import Hit, hit, shell_check
-from rentcheck.lint.shell.tree import ShellScript, text
+from rentcheck.lint.shell.words import text
 from rentcheck.model import Applicability, Rule, RuleStatus, Severity
 
 if TYPE_CHECKING:
     from tree_sitter import Node
+
+    from rentcheck.lint.shell.tree import ShellScript
 
 UNGUARDED_RULE = Rule(
     code="RC116",
@@ -103,7 +105,12 @@ def _guarded(script: ShellScript) -> bool:
 
 
 def _unguarded(script: ShellScript) -> Iterator[Hit]:
-    long_running = any(c.name in _LONG_RUNNING or c.backgrounded() for c in script.commands())
+    commands = script.commands()
+    # Names first: a background `&` needs a climb up the tree for each command (and no
+    # command runs in the background of a script without an `&` token).
+    long_running = any(c.name in _LONG_RUNNING for c in commands) or (
+        script.has_background_operator() and any(c.backgrounded() for c in commands)
+    )
     if long_running and not _guarded(script):
         yield hit(
             1,

@@ -6,11 +6,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from rentcheck.lint.shell.common import Hit, hit, shell_check
-from rentcheck.lint.shell.tree import ShellScript, text
+from rentcheck.lint.shell.words import text
 from rentcheck.model import Applicability, Rule, Severity
 
 if TYPE_CHECKING:
     from tree_sitter import Node
+
+    from rentcheck.lint.shell.tree import ShellScript
 
 SWALLOW_RULE = Rule(
     code="RC112",
@@ -129,19 +131,19 @@ def _bounded(loop: Node, script: ShellScript) -> bool:
 
 
 def _is_poll(loop: Node, script: ShellScript) -> bool:
-    return any(
-        node.type == "command" and script._command(node).name == "sleep"
-        for node in script.walk(loop)
-    )
+    return bool(script.commands_in(loop, ("sleep",)))
 
 
 def _unbounded_hits(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
         for node in current.of(*_LOOPS):
+            # Whether it sleeps first: most loops do not, and that needs no walk of the body.
+            if not _is_poll(node, current):
+                continue
             condition = text(node.children[1]) if len(node.children) > 1 else ""
             if node.type == "while_statement" and "read" in condition.split():
                 continue  # reading input ends with the input
-            if not _is_poll(node, current) or _bounded(node, current):
+            if _bounded(node, current):
                 continue
             if any(
                 n.type == "command" and current._command(n).name in ("read", "select")

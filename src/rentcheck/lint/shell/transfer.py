@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from rentcheck.lint.shell.common import Hit, hit, shell_check
-from rentcheck.lint.shell.tree import ShellScript
 from rentcheck.model import Applicability, Rule, Severity
+
+if TYPE_CHECKING:
+    from rentcheck.lint.shell.tree import ShellScript
 
 RULE = Rule(
     code="RC115",
@@ -37,6 +40,8 @@ def _short_flags(argv: list[str]) -> str:
 def _run(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
         for command in current.commands():
+            if command.name not in ("scp", "rsync"):
+                continue  # before reading any argument: most commands are neither
             argv = command.argv
             if command.name == "scp" and "r" in _short_flags(argv):
                 yield hit(

@@ -7,18 +7,20 @@ imported on first use: a CRLF-only pre-commit run never loads it.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from bisect import bisect_left, bisect_right
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import lru_cache
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from rentcheck.lint.shell.words import loose_value, static_value, text
 from rentcheck.lint.source import SourceFile
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-__all__ = ["Command", "ShellScript", "script_of", "tree_sitter_available"]
+__all__ = ["Command", "ShellScript", "loose_value", "script_of", "static_value", "text"]
 
 # Commands whose string argument is itself a shell script run by another shell.
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
@@ -51,6 +53,11 @@ INDEXED_TYPES = (
 )
 
 
+# The `&` token that sends the statement before it to the background. Few scripts have any:
+# knowing that, from the same query, answers Command.backgrounded() for all their commands.
+_BACKGROUND_OPERATOR = "background_operator"
+
+
 @lru_cache(maxsize=1)
 def _language() -> Any:
     import tree_sitter_bash
@@ -70,65 +77,100 @@ def _parser() -> Parser:
 def _index_query() -> Any:
     from tree_sitter import Query
 
-    return Query(_language(), " ".join(f"({t}) @{t}" for t in INDEXED_TYPES))
+    named = " ".join(f"({t}) @{t}" for t in INDEXED_TYPES)
+    return Query(_language(), f'{named} "&" @{_BACKGROUND_OPERATOR}')
+
+
+_START_BYTE = attrgetter("start_byte")  # a sort key without a Python call per node
 
 
 def _index(root: Node) -> dict[str, list[Node]]:
     from tree_sitter import QueryCursor
 
     captures: dict[str, list[Node]] = QueryCursor(_index_query()).captures(root)
-    return {kind: sorted(nodes, key=lambda n: n.start_byte) for kind, nodes in captures.items()}
+    return {kind: sorted(nodes, key=_START_BYTE) for kind, nodes in captures.items()}
 
 
-def text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "replace")
+@lru_cache(maxsize=1)
+def _name_field() -> int:
+    return int(_language().field_id_for_name("name"))
 
 
-def static_value(node: Node) -> str | None:
-    """The word's value when it has no expansion in it ('a', "b", c\\ d, x'y'), else None."""
-    kind = node.type
-    if kind in ("word", "number"):
-        raw = text(node)
-        return re.sub(r"\\(.)", r"\1", raw) if "\\" in raw else raw
-    if kind == "raw_string":
-        return text(node)[1:-1]
-    if kind == "ansi_c_string":
-        return text(node)[2:-1]
-    if kind == "string":
-        parts = [c for c in node.children if c.type not in ('"',)]
-        if all(c.type == "string_content" for c in parts):
-            return "".join(text(c) for c in parts)
-        return None
-    if kind == "concatenation":
-        values = [static_value(c) for c in node.children]
-        return None if any(v is None for v in values) else "".join(v or "" for v in values)
-    return None
+_NOT_ARGUMENTS = frozenset({"file_redirect", "herestring_redirect", "heredoc_redirect", "comment"})
 
 
-def loose_value(node: Node) -> str:
-    """The word with quotes removed but expansions left as written: good enough to search."""
-    value = static_value(node)
-    if value is not None:
-        return value
-    raw = text(node)
-    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
-        return raw[1:-1]
-    return raw
+def _command_name(node: Node, name_field: int) -> str:
+    # The `name` field: one child fetched in C, where `node.children` makes them all.
+    name_node = node.child_by_field_id(name_field)
+    if name_node is None:
+        return ""
+    name = text(name_node)
+    if "\\" in name or "'" in name or '"' in name:
+        # Quotes or escapes: read the word's parse (`"$PY"`, 'ssh', py\thon).
+        first = name_node.child(0)
+        name = loose_value(first) if first is not None else name
+    # Otherwise, as for nearly every name, the word as written is its value.
+    return name.rsplit("/", 1)[-1] if "/" in name else name
 
 
-@dataclass
 class Command:
-    """One simple command: its name, argument nodes, env prefix and where it sits."""
+    """One simple command: its name and where it sits; its arguments, env prefix and
+    statement are read from the tree on first use.
 
-    node: Node
-    name: str
-    args: list[Node]
-    env: dict[str, str]
-    script: ShellScript
+    Every rule looks at the name of every command, few look further: reading all of a
+    node's children costs more than the rest of a typical rule. A plain class with slots,
+    not ``functools.cached_property``, which takes a lock on each first access in 3.11.
+    """
 
-    @cached_property
+    __slots__ = ("_args", "_argv", "_backgrounded", "_env", "_statement", "name", "node", "script")
+
+    def __init__(self, node: Node, name: str, script: ShellScript) -> None:
+        self.node = node
+        self.name = name
+        self.script = script
+        self._args: list[Node] | None = None
+        self._env: dict[str, str] | None = None
+        self._argv: list[str] | None = None
+        self._statement: Node | None = None
+        self._backgrounded: bool | None = None
+
+    def __repr__(self) -> str:
+        return f"Command(name={self.name!r}, line={self.line})"
+
+    @property
+    def args(self) -> list[Node]:
+        """Argument nodes after the name, redirects and comments left out."""
+        if self._args is None:
+            self._args, self._env = self._read_children()
+        return self._args
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The ``VAR=value`` prefix before the name."""
+        if self._env is None:
+            self._args, self._env = self._read_children()
+        return self._env
+
+    def _read_children(self) -> tuple[list[Node], dict[str, str]]:
+        args: list[Node] = []
+        env: dict[str, str] = {}
+        seen_name = False
+        for child in self.node.children:
+            kind = child.type
+            if kind == "command_name":
+                seen_name = True
+            elif not seen_name and kind == "variable_assignment":
+                key, _, value = text(child).partition("=")
+                env[key] = value.strip("'\"")
+            elif seen_name and kind not in _NOT_ARGUMENTS:
+                args.append(child)
+        return args, env
+
+    @property
     def argv(self) -> list[str]:
-        return [loose_value(a) for a in self.args]
+        if self._argv is None:
+            self._argv = [loose_value(a) for a in self.args]
+        return self._argv
 
     @property
     def line(self) -> int:
@@ -143,19 +185,17 @@ class Command:
 
     def statement(self) -> Node:
         """The node that stands as one statement (the command with its redirects/pipes)."""
+        if self._statement is None:
+            node = self.node
+            while node.parent is not None and node.parent.type in (
+                "redirected_statement",
+                "pipeline",
+                "list",
+                "negated_command",
+            ):
+                node = node.parent
+            self._statement = node
         return self._statement
-
-    @cached_property
-    def _statement(self) -> Node:
-        node = self.node
-        while node.parent is not None and node.parent.type in (
-            "redirected_statement",
-            "pipeline",
-            "list",
-            "negated_command",
-        ):
-            node = node.parent
-        return node
 
     def redirects(self) -> list[str]:
         """Redirect texts that apply to this command (its own and its statement's)."""
@@ -185,19 +225,30 @@ class Command:
         return parent is not None and parent.type == "pipeline" and parent.children[0] != node
 
     def backgrounded(self) -> bool:
+        if self._backgrounded is None:
+            # Without an `&` token in the script, skip the climb to the statement.
+            if not self.script.has_background_operator():
+                self._backgrounded = False
+            else:
+                sibling = self.statement().next_sibling
+                self._backgrounded = sibling is not None and sibling.type == "&"
         return self._backgrounded
-
-    @cached_property
-    def _backgrounded(self) -> bool:
-        statement = self.statement()
-        sibling = statement.next_sibling
-        return sibling is not None and sibling.type == "&"
 
     def ancestors(self) -> Iterator[Node]:
         node = self.node.parent
         while node is not None:
             yield node
             node = node.parent
+
+
+def _is_within(node: Node, ancestor: Node) -> bool:
+    """Whether ``ancestor`` is ``node`` or above it in the tree."""
+    current: Node | None = node
+    while current is not None:
+        if current == ancestor:
+            return True
+        current = current.parent
+    return False
 
 
 def _is_stdin_redirect(redirect: str) -> bool:
@@ -217,15 +268,22 @@ class ShellScript:
     _commands: list[Command] | None = field(default=None, repr=False)
     _by_type: dict[str, list[Node]] | None = field(default=None, repr=False)
     _nested: list[ShellScript] | None = field(default=None, repr=False)
+    _command_starts: list[int] | None = field(default=None, repr=False)
 
     @property
     def partial(self) -> bool:
         return bool(self.root.has_error)
 
     def first_error_line(self) -> int:
-        for node in self.walk():
+        # Document order, as walk() goes, but only into subtrees that hold an error: an
+        # ERROR or MISSING node makes has_error true on every node above it.
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
             if node.is_error or node.is_missing:
                 return int(node.start_point[0]) + self.line_offset + 1
+            if node.has_error:
+                stack.extend(reversed(node.children))
         return self.line_offset + 1
 
     def walk(self, node: Node | None = None) -> Iterator[Node]:
@@ -238,43 +296,53 @@ class ShellScript:
     def of(self, *types: str) -> list[Node]:
         """Every node of these types, in document order. The tree is walked once per
         script: touching tree-sitter nodes from Python is what a lint run spends its time on."""
-        if self._by_type is None:
-            self._by_type = _index(self.root)
+        by_type = self._indexed()
         # tree-sitter-bash parses `until` loops as while_statement: nothing else to find.
         types = tuple(t for t in types if t != "until_statement")
         missing = [t for t in types if t not in INDEXED_TYPES]
         if missing:  # a type nobody indexed: walk for it (slow path, kept correct)
             raise ValueError(f"node types not indexed: {missing}; add them to INDEXED_TYPES")
         if len(types) == 1:
-            return self._by_type.get(types[0], [])
-        found = [n for t in types for n in self._by_type.get(t, [])]
-        return sorted(found, key=lambda n: n.start_byte)
+            return by_type.get(types[0], [])
+        found = [n for t in types for n in by_type.get(t, [])]
+        return sorted(found, key=_START_BYTE)
+
+    def _indexed(self) -> dict[str, list[Node]]:
+        if self._by_type is None:
+            self._by_type = _index(self.root)
+        return self._by_type
+
+    def has_background_operator(self) -> bool:
+        """Whether an `&` token (not `&&`, `>&`, `&>`) occurs anywhere in this script."""
+        return _BACKGROUND_OPERATOR in self._indexed()
 
     def commands(self) -> list[Command]:
         if self._commands is None:
-            self._commands = [self._command(n) for n in self.of("command")]
+            name_field = _name_field()
+            self._commands = [
+                Command(n, _command_name(n, name_field), self) for n in self.of("command")
+            ]
         return self._commands
 
+    def commands_in(self, node: Node, names: Collection[str]) -> list[Command]:
+        """The commands with one of these names inside ``node``, in document order.
+
+        Found by byte range in the sorted command list rather than by walking the subtree
+        (a walk touches every node from Python); each candidate's ancestry is then checked,
+        so the answer is exactly that of a walk."""
+        commands = self.commands()
+        if self._command_starts is None:
+            self._command_starts = [c.node.start_byte for c in commands]
+        first = bisect_left(self._command_starts, node.start_byte)
+        last = bisect_right(self._command_starts, node.end_byte)
+        return [
+            command
+            for command in commands[first:last]
+            if command.name in names and _is_within(command.node, node)
+        ]
+
     def _command(self, node: Node) -> Command:
-        name = ""
-        args: list[Node] = []
-        env: dict[str, str] = {}
-        seen_name = False
-        for child in node.children:
-            if child.type == "command_name":
-                name = loose_value(child.children[0]) if child.children else text(child)
-                seen_name = True
-            elif not seen_name and child.type == "variable_assignment":
-                key, _, value = text(child).partition("=")
-                env[key] = value.strip("'\"")
-            elif seen_name and child.type not in (
-                "file_redirect",
-                "herestring_redirect",
-                "heredoc_redirect",
-                "comment",
-            ):
-                args.append(child)
-        return Command(node, name.rsplit("/", 1)[-1], args, env, self)
+        return Command(node, _command_name(node, _name_field()), self)
 
     def nested(self) -> list[ShellScript]:
         """Scripts carried as a single string argument: ssh, bash/sh -c, tmux, screen, su -c."""
@@ -327,15 +395,6 @@ def _script_arguments(command: Command) -> list[Node]:
         index = argv.index("-c") + 1
         return command.args[index : index + 1]
     return []
-
-
-@lru_cache(maxsize=1)
-def tree_sitter_available() -> bool:
-    """Whether the ``lint-shell`` extra is installed, found without importing it: a run whose
-    scripts are all cached never loads the parser (tens of milliseconds of start-up)."""
-    from importlib.util import find_spec
-
-    return all(find_spec(name) is not None for name in ("tree_sitter", "tree_sitter_bash"))
 
 
 def script_of(source: SourceFile) -> ShellScript:
