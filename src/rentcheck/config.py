@@ -7,15 +7,14 @@ codes are errors that name the key and the file, never silently ignored.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from rentcheck.errors import ConfigError
 from rentcheck.model import Rule, RuleStatus, Severity
+from rentcheck.record import field, record, replace
 
 __all__ = [
     "Config",
@@ -57,7 +56,7 @@ KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-level", "preview", "output-f
 ENV_PREFIX = "RENTCHECK_"
 
 
-@dataclass(frozen=True)
+@record
 class Config:
     select: tuple[str, ...] = ("ALL",)
     extend_select: tuple[str, ...] = ()
@@ -225,7 +224,7 @@ def _apply(values: dict[str, Any], config: Config, source: str, *, layered: bool
                     hint="use one of: " + ", ".join(OUTPUT_FORMATS),
                 )
             changes[attr] = value
-    return dataclasses.replace(config, **changes, origins=origins)
+    return replace(config, **changes, origins=origins)
 
 
 def _boolean(value: Any, key: str, source: str) -> bool:
@@ -289,7 +288,7 @@ def load_config(
                 f"config file {path} does not exist", hint="check --config / RENTCHECK_CONFIG"
             )
         path = os.path.abspath(path)
-        config = dataclasses.replace(config, source=path, root=os.path.dirname(path))
+        config = replace(config, source=path, root=os.path.dirname(path))
         config = _apply(_read_file(path), config, path)
     config = _apply(_from_env(env), config, "the RENTCHECK_* environment", layered=True)
     if overrides:

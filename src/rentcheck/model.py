@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from rentcheck.record import field, record
 
 __all__ = [
     "Applicability",
@@ -52,7 +53,7 @@ class RuleStatus(enum.Enum):
     PREVIEW = "preview"
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     """Everything a person needs to understand one check; ``rentcheck rule CODE`` prints it."""
 
@@ -88,7 +89,7 @@ def described_rule(  # noqa: PLR0917 - rule tables read best as positional rows
     )
 
 
-@dataclass(frozen=True)
+@record
 class Edit:
     """Replace the whole content of ``path`` with ``content`` (fixes here are whole-file)."""
 
@@ -96,14 +97,14 @@ class Edit:
     content: bytes
 
 
-@dataclass(frozen=True)
+@record
 class Fix:
     description: str
     applicability: Applicability
     edits: tuple[Edit, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Finding:
     """One problem at one place. ``path`` is relative to the project root when it has one."""
 

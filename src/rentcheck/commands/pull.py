@@ -13,12 +13,12 @@ import copy
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from rentcheck.config import Config, load_config
 from rentcheck.model import Finding
 from rentcheck.output import emit, use_color
+from rentcheck.record import field, record
 from rentcheck.report import Report, render
 
 __all__ = ["add_parsers"]
@@ -26,7 +26,7 @@ __all__ = ["add_parsers"]
 _MANIFEST = "PULL_MANIFEST.json"
 
 
-@dataclass
+@record(frozen=False)
 class _GateReport(Report):
     """A Report in which advisory codes (NaN/Inf under ``nonfinite = "warn"``) never fail."""
 

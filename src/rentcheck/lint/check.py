@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rentcheck.lint.source import FileKind, SourceFile
 from rentcheck.model import Finding, Rule
+from rentcheck.record import record
 
 if TYPE_CHECKING:
     from rentcheck.lint.cache import FindingsCache
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["FileCheck", "Project", "ProjectCheck"]
 
 
-@dataclass(frozen=True)
+@record
 class Project:
     """A git work tree (``git_root`` set) or a plain directory, with the files checked in it."""
 
@@ -26,7 +26,7 @@ class Project:
     cache: FindingsCache | None = None
 
 
-@dataclass(frozen=True)
+@record
 class FileCheck:
     """A pure check of one file; ``applies`` decides cheaply whether ``run`` is worth calling."""
 
@@ -40,7 +40,7 @@ class FileCheck:
     kinds: frozenset[FileKind] | None = None
 
 
-@dataclass(frozen=True)
+@record
 class ProjectCheck:
     """A check that needs the whole repository (e.g. what ``.gitattributes`` covers).
 

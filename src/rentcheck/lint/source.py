@@ -6,8 +6,9 @@ import enum
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
+
+from rentcheck.record import field, record
 
 __all__ = ["FileKind", "SourceFile", "classify", "interpreter_of"]
 
@@ -111,7 +112,7 @@ def _read_regular(abspath: str, limit: int) -> tuple[bytes, os.stat_result]:
         os.close(fd)
 
 
-@dataclass
+@record(frozen=False)
 class SourceFile:
     """One file to check. ``mode`` is what will matter on the box: the git index mode when the
     repository ignores the filesystem's exec bit (``core.fileMode=false``), else ``st_mode``."""

@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from rentcheck import record
 from rentcheck.model import Finding, Severity
 from rentcheck.pull.settings import VerifySettings
 from rentcheck.pull.verify import Progress, VerifyResult, verify_pull
@@ -37,7 +38,7 @@ def run_verify(
     if not advisory:
         return result
     findings = tuple(
-        dataclasses.replace(f, severity=Severity.WARNING) if f.code in advisory else f
+        record.replace(f, severity=Severity.WARNING) if f.code in advisory else f
         for f in result.findings
     )
     return dataclasses.replace(result, findings=findings)

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rentcheck import record
 from rentcheck.errors import FormatError
 from rentcheck.model import Finding, Severity
 from rentcheck.pull import manifest_builder as builder
@@ -185,7 +186,7 @@ def check_teardown(
     if marker is not None:
         for drift in marker_drift(root, marker):
             shown = os.path.join(root, drift.path) if drift.path else root
-            findings.append(dataclasses.replace(drift, path=shown))
+            findings.append(record.replace(drift, path=shown))
     if not findings and not approved:
         destroys = "; ".join(plan.destroys) or "no storage tier"
         findings.append(

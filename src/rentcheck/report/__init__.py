@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from rentcheck.model import Finding, Rule, Severity
+from rentcheck.record import field, record
 
 __all__ = ["EXIT_CLEAN", "EXIT_ERROR", "EXIT_FINDINGS", "Report", "render"]
 
@@ -16,7 +16,7 @@ EXIT_FINDINGS = 1
 EXIT_ERROR = 2
 
 
-@dataclass
+@record(frozen=False)
 class Report:
     command: str
     findings: list[Finding]

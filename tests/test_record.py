@@ -1,0 +1,115 @@
+"""record: the dataclass-like value classes of the lint path behave as dataclasses do."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+
+from rentcheck.model import Applicability, Edit, Finding, Fix, Severity
+from rentcheck.record import FrozenInstanceError, field, fields, record, replace
+
+
+@record
+class Point:
+    x: int
+    y: int = 0
+    tags: dict[str, str] = field(default_factory=dict)
+    note: str = field(default="", compare=False, repr=False)
+
+
+@record(frozen=False)
+class Counter:
+    name: str
+    hits: int = 0
+
+
+def test_init_positional_keyword_defaults_and_factories() -> None:
+    a, b = Point(1), Point(x=1, y=2, tags={"k": "v"})
+    assert (a.x, a.y, a.tags, a.note) == (1, 0, {}, "")
+    assert (b.x, b.y, b.tags) == (1, 2, {"k": "v"})
+    assert Point(1).tags is not Point(1).tags  # a fresh dict each time
+    with pytest.raises(TypeError):
+        Point()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        Point(1, z=3)  # type: ignore[call-arg]
+    assert fields(Point) == ("x", "y", "tags", "note")
+
+
+def test_frozen_eq_hash_repr() -> None:
+    p = Point(1, 2)
+    with pytest.raises(FrozenInstanceError):
+        p.x = 3  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del p.y  # type: ignore[misc]
+    assert p == Point(1, 2, note="ignored by eq") and p != Point(1, 3)
+    assert p != (1, 2) and Point(1, 2) != Counter("x")
+    assert repr(p) == "Point(x=1, y=2, tags={})"
+    assert (
+        hash(Edit("a", b"x")) == hash(Edit("a", b"x"))
+        and len({Edit("a", b"x")} | {Edit("a", b"x")}) == 1
+    )
+    with pytest.raises(TypeError):
+        hash(p)  # a dict field: unhashable, as with a frozen dataclass
+
+
+def test_mutable_record_is_unhashable_and_assignable() -> None:
+    c = Counter("rc")
+    c.hits += 1
+    assert c == Counter("rc", 1) and repr(c) == "Counter(name='rc', hits=1)"
+    with pytest.raises(TypeError):
+        hash(c)
+
+
+def test_replace_copy_and_pickle() -> None:
+    finding = Finding(
+        "RC101",
+        Severity.ERROR,
+        "CRLF",
+        path="run.sh",
+        line=1,
+        details={"crlf_lines": 2},
+        fix=Fix("to LF", Applicability.SAFE, (Edit("/abs/run.sh", b"x\n"),)),
+    )
+    moved = replace(finding, path="other.sh")
+    assert moved.path == "other.sh" and moved.fix == finding.fix and finding.path == "run.sh"
+    # the fork pool sends findings between processes; our own bytes, not untrusted data
+    assert pickle.loads(pickle.dumps(finding)) == finding  # noqa: S301
+    assert copy.deepcopy(finding) == finding and copy.copy(finding) == finding
+    with pytest.raises(TypeError):
+        replace(finding, no_such_field=1)
+
+
+def test_subclass_adds_fields_after_the_base() -> None:
+    @record(frozen=False)
+    class Tagged(Counter):
+        tag: str = "t"
+
+    assert fields(Tagged) == ("name", "hits", "tag")
+    assert Tagged("a", 2, "b").tag == "b" and Tagged("a").hits == 0
+
+
+def test_required_after_default_is_refused() -> None:
+    with pytest.raises(TypeError, match="without a default"):
+
+        @record
+        class Bad:
+            a: int = 1
+            b: int  # type: ignore[misc]
+
+
+def test_lint_path_loads_no_dataclasses() -> None:
+    """The point of record: a lint run does not import dataclasses (nor inspect)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "import rentcheck.commands.check, rentcheck.lint.engine, rentcheck.report.text\n"
+        "print(sorted(m for m in ('dataclasses', 'inspect') if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert out.strip() == "[]"
