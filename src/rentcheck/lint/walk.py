@@ -103,10 +103,10 @@ def _is_regular_file(path: str) -> bool:
 
 
 def _expand(
-    raw: str, root: str, excludes: Sequence[str], repos: _Repos
+    raw: str, root: str, excludes: Sequence[str], repos: _Repos, cwd: str
 ) -> Iterable[tuple[str, GitRepo | None]]:
     """The files one command-line path stands for, each with its work tree."""
-    abspath = os.path.abspath(raw)
+    abspath = os.path.normpath(os.path.join(cwd, raw))  # os.path.abspath, minus a getcwd
     try:
         mode = os.lstat(abspath).st_mode
     except OSError:
@@ -135,8 +135,9 @@ def collect(paths: Sequence[str], root: str, excludes: Sequence[str]) -> list[Ca
     """Every regular, non-excluded file under ``paths`` (default: the project root)."""
     repos = _Repos()
     found: dict[str, Candidate] = {}
+    cwd = os.getcwd()
     for raw in paths or [root]:
-        for name, repo in _expand(raw, root, excludes, repos):
+        for name, repo in _expand(raw, root, excludes, repos, cwd):
             if name in found:
                 continue
             display = _display(name, root)
