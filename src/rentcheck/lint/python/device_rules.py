@@ -2,19 +2,8 @@
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
-
-from rentcheck.lint.python.syntax import (
-    call_name,
-    has_main_guard,
-    keyword,
-    module_of,
-    python_check,
-    walk_calls,
-)
-from rentcheck.lint.source import SourceFile
-from rentcheck.model import Applicability, Finding, Rule, Severity
+from rentcheck.lint.python.common import python_check
+from rentcheck.model import Applicability, Rule, Severity
 
 MAIN_GUARD_RULE = Rule(
     code="RC202",
@@ -60,102 +49,6 @@ CUDA_RULE = Rule(
     default_severity=Severity.WARNING,
 )
 
-_PROCESS_STARTERS = ("Process", "Pool", "spawn", "ProcessPoolExecutor", "start_processes")
 
-
-def _module_level_calls(module: ast.Module) -> Iterator[ast.Call]:
-    for statement in module.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        yield from walk_calls(statement)
-
-
-def _starts_workers(call: ast.Call) -> str | None:
-    name = call_name(call)
-    if name.split(".")[-1] == "DataLoader":
-        workers = keyword(call, "num_workers")
-        if workers is None or (isinstance(workers, ast.Constant) and workers.value in (0, None)):
-            return None
-        return f"DataLoader(num_workers={ast.unparse(workers)})"
-    last = name.split(".")[-1]
-    if last in _PROCESS_STARTERS and any(p in name for p in ("mp", "multiprocessing", "futures")):
-        return name
-    if name in ("Process", "Pool", "ProcessPoolExecutor"):
-        return name
-    return None
-
-
-def _main_guard(source: SourceFile) -> Iterator[Finding]:
-    module = module_of(source)
-    if module is None or has_main_guard(module):
-        return
-    for call in _module_level_calls(module):
-        what = _starts_workers(call)
-        if what is None:
-            continue
-        yield Finding(
-            code=MAIN_GUARD_RULE.code,
-            severity=MAIN_GUARD_RULE.default_severity,
-            message=(
-                f'`{what}` at module level in a file with no `if __name__ == "__main__":` '
-                "guard: spawned workers re-run this file; move it into main()"
-            ),
-            path=source.path,
-            line=call.lineno,
-            col=call.col_offset + 1,
-        )
-
-
-def _has_device_choice(module: ast.Module, text: str) -> bool:
-    if "is_available" in text or "device_count" in text:
-        return True
-    for node in ast.walk(module):
-        if (
-            isinstance(node, ast.Call)
-            and call_name(node).endswith("add_argument")
-            and any(isinstance(a, ast.Constant) and a.value == "--device" for a in node.args)
-        ):
-            return True
-    return False
-
-
-def _is_cuda_literal(node: ast.expr | None) -> bool:
-    return (
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and (node.value == "cuda" or node.value.startswith("cuda:"))
-    )
-
-
-def _cuda(source: SourceFile) -> Iterator[Finding]:
-    module = module_of(source)
-    if module is None or "cuda" not in source.text or _has_device_choice(module, source.text):
-        return
-    for call in walk_calls(module):
-        name = call_name(call)
-        hard = None
-        if name.endswith(".cuda"):
-            hard = ".cuda()"
-        elif (
-            name.endswith(("torch.device", ".to")) and call.args and _is_cuda_literal(call.args[0])
-        ):
-            hard = f"{name.split('.')[-1]}({ast.unparse(call.args[0])})"
-        elif _is_cuda_literal(keyword(call, "device")):
-            hard = f"device={ast.unparse(keyword(call, 'device'))}"  # type: ignore[arg-type]
-        if hard is None:
-            continue
-        yield Finding(
-            code=CUDA_RULE.code,
-            severity=CUDA_RULE.default_severity,
-            message=(
-                f"hard-coded `{hard}` with no `torch.cuda.is_available()` check or device "
-                "option: the CPU smoke test cannot run this; pick the device once and pass it"
-            ),
-            path=source.path,
-            line=call.lineno,
-            col=call.col_offset + 1,
-        )
-
-
-MAIN_GUARD = python_check(MAIN_GUARD_RULE, _main_guard)
-CUDA = python_check(CUDA_RULE, _cuda)
+MAIN_GUARD = python_check(MAIN_GUARD_RULE, "device_checks", "main_guard")
+CUDA = python_check(CUDA_RULE, "device_checks", "cuda")

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 
 from rentcheck.lint.check import Project, ProjectCheck
-from rentcheck.lint.python.syntax import python_applies
+from rentcheck.lint.python.common import python_applies
 from rentcheck.lint.source import SourceFile
 from rentcheck.model import Applicability, Finding, Rule, Severity
 

@@ -3,33 +3,20 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from rentcheck.lint.check import FileCheck
-from rentcheck.lint.source import FileKind, SourceFile
-from rentcheck.model import Finding, Rule
+from rentcheck.lint.source import SourceFile
 
 __all__ = [
-    "PYTHON_ONLY",
     "call_name",
     "enclosing_scopes",
+    "has_main_guard",
+    "keyword",
     "module_of",
-    "python_applies",
+    "parent",
     "walk_calls",
 ]
-
-
-PYTHON_ONLY = frozenset({FileKind.PYTHON})
-
-
-def python_applies(source: SourceFile) -> bool:
-    return source.kind is FileKind.PYTHON and not source.is_binary and not source.truncated
-
-
-def python_check(rule: Rule, run: Callable[[SourceFile], Iterable[Finding]]) -> FileCheck:
-    """A check of one Python file whose findings depend on its content alone."""
-    return FileCheck(rule, python_applies, run, content_only=True, kinds=PYTHON_ONLY)
 
 
 def module_of(source: SourceFile) -> ast.Module | None:

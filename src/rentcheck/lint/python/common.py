@@ -1,0 +1,36 @@
+"""Turning a check of one Python file into a FileCheck, without importing ``ast``.
+
+The checks themselves live in ``*_checks`` modules and are imported on the first file that
+needs them: a run whose Python files are all answered from the findings cache (or that has
+none) never loads ``ast`` and the check code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+
+from rentcheck.lint.check import FileCheck
+from rentcheck.lint.source import FileKind, SourceFile
+from rentcheck.model import Finding, Rule
+
+__all__ = ["PYTHON_ONLY", "python_applies", "python_check"]
+
+PYTHON_ONLY = frozenset({FileKind.PYTHON})
+
+
+def python_applies(source: SourceFile) -> bool:
+    return source.kind is FileKind.PYTHON and not source.is_binary and not source.truncated
+
+
+def python_check(rule: Rule, module: str, function: str) -> FileCheck:
+    """A check of one Python file whose findings depend on its content alone; the check is
+    ``function`` in ``rentcheck.lint.python.<module>``, imported when first run."""
+    found: list[Callable[[SourceFile], Iterable[Finding]]] = []
+
+    def run(source: SourceFile) -> Iterable[Finding]:
+        if not found:
+            found.append(getattr(importlib.import_module(f"{__package__}.{module}"), function))
+        return found[0](source)
+
+    return FileCheck(rule, python_applies, run, content_only=True, kinds=PYTHON_ONLY)
