@@ -42,7 +42,7 @@ def test_frozen_eq_hash_repr() -> None:
     with pytest.raises(FrozenInstanceError):
         p.x = 3  # type: ignore[misc]
     with pytest.raises(AttributeError):
-        del p.y  # type: ignore[misc]
+        del p.y
     assert p == Point(1, 2, note="ignored by eq") and p != Point(1, 3)
     assert p != (1, 2) and Point(1, 2) != Counter("x")
     assert repr(p) == "Point(x=1, y=2, tags={})"

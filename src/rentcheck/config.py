@@ -10,11 +10,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from rentcheck.errors import ConfigError
 from rentcheck.model import Rule, RuleStatus, Severity
 from rentcheck.record import field, record, replace
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "Config",

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Any
 
 from rentcheck.record import field, record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "Applicability",

@@ -10,19 +10,20 @@ which run for minutes, keep using ``dataclasses``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, overload
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
     from typing_extensions import dataclass_transform
+
+    _T = TypeVar("_T")
 else:
 
-    def dataclass_transform(**_markers: Any) -> Callable[[Any], Any]:
+    def dataclass_transform(**_markers):
         """PEP 681's marker (typing has it from 3.11): only type checkers read it."""
         return lambda decorated: decorated
 
-
-_T = TypeVar("_T")
 
 __all__ = ["FrozenInstanceError", "field", "fields", "record", "replace"]
 
@@ -172,10 +173,6 @@ def _make(cls: type[_T], frozen: bool) -> type[_T]:
     return cls
 
 
-@overload
-def record(cls: type[_T], /) -> type[_T]: ...
-@overload
-def record(*, frozen: bool = True) -> Callable[[type[_T]], type[_T]]: ...
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def record(cls: Any = None, /, *, frozen: bool = True) -> Any:
     """``@record`` (frozen, like ``@dataclass(frozen=True)``) or ``@record(frozen=False)``."""

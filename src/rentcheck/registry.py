@@ -12,7 +12,6 @@ import re
 import sys
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import TYPE_CHECKING, NamedTuple
 
 from rentcheck.errors import ConfigError
 from rentcheck.lint import gitattributes, line_endings, shebang
@@ -31,7 +30,9 @@ from rentcheck.lint.shell import (
 )
 from rentcheck.meta_rules import UNKNOWN_CODE_RULE, UNUSED_SUPPRESSION_RULE
 from rentcheck.model import Rule
+from rentcheck.record import record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
@@ -98,7 +99,8 @@ def gate_rules() -> tuple[Rule, ...]:
     return tuple(found)
 
 
-class RuleSet(NamedTuple):
+@record
+class RuleSet:
     """Every known rule with the check that implements it (None for engine rules)."""
 
     rules: dict[str, Rule]

@@ -11,11 +11,14 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from rentcheck import __version__
 from rentcheck.atomic import write_atomic
 from rentcheck.model import Finding, Severity
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["FindingsCache"]
 

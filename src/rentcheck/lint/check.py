@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from rentcheck.lint.source import FileKind, SourceFile
 from rentcheck.model import Finding, Rule
 from rentcheck.record import record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
     from rentcheck.lint.cache import FindingsCache
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
 
 from rentcheck.atomic import write_atomic
 from rentcheck.config import Config, code_matches, selected_rules
@@ -17,6 +16,10 @@ from rentcheck.lint.walk import Candidate, collect
 from rentcheck.model import Applicability, Edit, Finding, Rule
 from rentcheck.pathmatch import matches_any
 from rentcheck.registry import RuleSet
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["LintResult", "Linter"]
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import enum
 import os
 import stat
-from collections.abc import Callable
-from typing import Any, Generic, TypeVar, overload
 
 from rentcheck.record import field, record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["FileKind", "SourceFile", "classify", "interpreter_of"]
 
@@ -63,28 +65,25 @@ def classify(relpath: str, head: bytes) -> FileKind:
     return FileKind.OTHER
 
 
-_T = TypeVar("_T")
+if TYPE_CHECKING:
+    from functools import cached_property as _once  # what _once does, to a type checker
+else:
 
+    class _once:  # noqa: N801 - used as a decorator, like functools.cached_property
+        """functools.cached_property without its per-instance lock (Python < 3.12 takes an
+        RLock on every first access, a measurable cost when every file asks ``is_binary``)."""
 
-class _once(Generic[_T]):  # noqa: N801 - used as a decorator, like functools.cached_property
-    """functools.cached_property without its per-instance lock (Python < 3.12 takes an RLock
-    on every first access, a measurable cost when every file asks ``is_binary`` once)."""
+        def __init__(self, compute):
+            self.compute = compute
+            self.name = compute.__name__
+            self.__doc__ = compute.__doc__
 
-    def __init__(self, compute: Callable[[Any], _T]) -> None:
-        self.compute = compute
-        self.name = compute.__name__
-        self.__doc__ = compute.__doc__
-
-    @overload
-    def __get__(self, instance: None, owner: type) -> _once[_T]: ...
-    @overload
-    def __get__(self, instance: object, owner: type) -> _T: ...
-    def __get__(self, instance: object | None, owner: type) -> _once[_T] | _T:
-        if instance is None:
-            return self
-        value = self.compute(instance)
-        instance.__dict__[self.name] = value  # later reads find it first: no call at all
-        return value
+        def __get__(self, instance, owner):
+            if instance is None:
+                return self
+            value = self.compute(instance)
+            instance.__dict__[self.name] = value  # later reads find it first: no call at all
+            return value
 
 
 def _read_regular(abspath: str, limit: int) -> tuple[bytes, os.stat_result]:

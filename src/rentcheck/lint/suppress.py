@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
 
 from rentcheck.config import code_matches
 from rentcheck.lint.source import FileKind, SourceFile
 from rentcheck.meta_rules import UNKNOWN_CODE_RULE, UNUSED_SUPPRESSION_RULE
 from rentcheck.model import Finding, Rule
+from rentcheck.record import record
 
 __all__ = ["Directive", "apply_suppressions", "parse_directives"]
 
@@ -26,7 +26,8 @@ _HASH = re.compile(rb"#\s*rentcheck:\s*(ignore-file|ignore)\b(?:\[([^\]]*)\])?")
 _HTML = re.compile(rb"<!--\s*rentcheck:\s*(ignore-file|ignore)\b(?:\[([^\]]*)\])?\s*-->")
 
 
-class Directive(NamedTuple):
+@record
+class Directive:
     line: int  # where the directive is written
     targets: tuple[int, ...]  # lines it covers; empty for file-level
     file_level: bool

@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
 
 from rentcheck.errors import UsageError
 from rentcheck.pathmatch import matches_any
+from rentcheck.record import record
 
 __all__ = ["Candidate", "GitRepo", "collect"]
 
@@ -52,7 +52,8 @@ class GitRepo:
         return self._modes.get(relpath)
 
 
-class Candidate(NamedTuple):
+@record
+class Candidate:
     path: str  # relative to the project root, or absolute when outside it
     abspath: str
     repo: GitRepo | None
