@@ -138,3 +138,35 @@ def test_loading_the_rules_does_not_load_the_parse_tree_module() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+_BODY = (
+    "A=$(cp a b) rsync x y\nwhile read -r h; do ssh $h 'sleep 1; cp c d'; done < hosts\n"
+    'for f in *; do echo $(cp "$f" /tmp) & done\n/bin/cp e f | grep -q ok\n'
+)
+
+
+@pytest.mark.parametrize("names", [{"cp"}, {"cp", "rsync"}, {"ssh", "echo", "grep"}, {"nope"}])
+def test_commands_named_are_those_of_a_full_list(names: set[str]) -> None:
+    script = _script(_BODY)
+    expected = [c for c in script.commands() if c.name in names]
+    assert script.commands_named(names) == expected  # the same objects, in document order
+    assert script.has_command(names) == bool(expected)
+    assert script.commands_where(names.__contains__) == expected
+
+
+@pytest.mark.parametrize(
+    "types", [("while_statement",), ("while_statement", "for_statement", "c_style_for_statement")]
+)
+def test_within_any_gives_what_a_climb_to_the_root_gives(types: tuple[str, ...]) -> None:
+    script = _script(_BODY)
+    for command in script.commands():
+        climbed = any(a.type in types for a in command.ancestors())
+        assert script.within_any(command.node, types) == climbed
+
+
+@pytest.mark.parametrize("text_", ["ghp_ x gh_ ghx_ GHS_", "gh", "aghu_ghr_", "ghghp_\ngho"])
+def test_github_offsets_are_where_the_regex_matches(text_: str) -> None:
+    lowered = text_.lower()
+    expected = [m.start() for m in secrets._GITHUB_TRIGGER.finditer(lowered)]
+    assert secrets._github_offsets(lowered) == expected

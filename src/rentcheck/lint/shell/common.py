@@ -40,6 +40,9 @@ def _applies(source: SourceFile) -> bool:
 
 _SHELL = frozenset({FileKind.SHELL})
 
+# Where tree.script_of keeps a file's parse, shared by every shell rule of the run.
+SCRIPT_MEMO_KEY = "shell"
+
 
 @lru_cache(maxsize=1)
 def _script_of() -> Callable[[SourceFile], ShellScript]:
@@ -49,6 +52,12 @@ def _script_of() -> Callable[[SourceFile], ShellScript]:
     from rentcheck.lint.shell.tree import script_of
 
     return script_of
+
+
+def _parsed(source: SourceFile) -> ShellScript:
+    # Every shell rule asks, the first one parses: the memo answers the others directly.
+    script: ShellScript | None = source.memo.get(SCRIPT_MEMO_KEY)
+    return script if script is not None else _script_of()(source)
 
 
 def shell_check(rule: Rule, run: ScriptRule) -> FileCheck:
@@ -64,7 +73,7 @@ def shell_check(rule: Rule, run: ScriptRule) -> FileCheck:
                 details=details,
                 fix=fix,
             )
-            for line, col, message, details, fix in run(_script_of()(source))
+            for line, col, message, details, fix in run(_parsed(source))
         ]
 
     return FileCheck(rule, _applies, check, content_only=True, kinds=_SHELL)

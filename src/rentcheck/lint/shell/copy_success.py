@@ -49,9 +49,7 @@ _ERREXIT = re.compile(r"^-[a-zA-Z]*e[a-zA-Z]*$")
 
 def _errexit(script: ShellScript) -> bool:
     """Whether `set -e` (or -o errexit) is in force for the top-level statements."""
-    for command in script.commands():
-        if command.name != "set":
-            continue
+    for command in script.commands_named(("set",)):
         argv = command.argv
         if any(_ERREXIT.match(a) for a in argv) or ("-o" in argv and "errexit" in argv):
             return True
@@ -93,16 +91,18 @@ def _contains(outer: object, inner: object) -> bool:
     return False
 
 
-def _statements_after(command: Command) -> Iterator[Command]:
-    """Commands in the statements that follow the copy's statement in the same block."""
+_MESSENGERS = ("echo", "printf", "logger")
+
+
+def _messages_after(command: Command) -> Iterator[Command]:
+    """The echo/printf/logger commands in the statements that follow the copy's statement in
+    the same block."""
     statement = command.statement()
     sibling = statement.next_sibling
     script = command.script
     while sibling is not None:
         if sibling.type in ("command", "redirected_statement", "list", "pipeline"):
-            for node in script.walk(sibling):
-                if node.type == "command":
-                    yield script._command(node)
+            yield from script.commands_in(sibling, _MESSENGERS)
         elif sibling.type in ("if_statement", "while_statement", "for_statement", "case_statement"):
             return  # control flow: whatever follows is no longer plainly "after the copy"
         sibling = sibling.next_sibling
@@ -110,16 +110,17 @@ def _statements_after(command: Command) -> Iterator[Command]:
 
 def _run(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
+        copies = current.commands_named(COPIERS)
+        if not copies:
+            continue  # most scripts copy nothing: no need to look for `set -e`
         errexit = _errexit(current)
-        for command in current.commands():
-            if command.name not in COPIERS or (command.name == "aws" and "cp" not in command.argv):
+        for command in copies:
+            if command.name == "aws" and "cp" not in command.argv:
                 continue
             reason = _ignored_by(command, errexit)
             if reason is None:
                 continue
-            for later in _statements_after(command):
-                if later.name not in ("echo", "printf", "logger"):
-                    continue
+            for later in _messages_after(command):
                 said = " ".join(later.argv)
                 match = SUCCESS.search(said)
                 if match and "fail" not in said.lower() and "error" not in said.lower():

@@ -36,9 +36,10 @@ _OFF_WORDS = re.compile(r"\b(disable[sd]?|turns? (it )?off|switch(es)? off|no-?o
 _EMPTY_WORDS = re.compile(r"\b(empty|blank|unset|\"\"|'')", re.I)
 
 
-# _OFF_WORDS cannot match without one of these; `in` rules out most comments far faster than
-# a case-blind regex (for ASCII text, where lower() and re agree on case).
-_OFF_NEEDLES = ("disable", "turn", "switch", "noop", "no-op", "skip")
+# _OFF_WORDS cannot match without one of these (`turn off` and `switch off` both hold " off");
+# `in` rules out most comments far faster than a case-blind regex (for ASCII text, where
+# lower() and re agree on case).
+_OFF_NEEDLES = ("disable", " off", "noop", "no-op", "skip")
 
 
 def _says_empty_means_off(comment: str) -> bool:
@@ -49,9 +50,19 @@ def _says_empty_means_off(comment: str) -> bool:
     return bool(_OFF_WORDS.search(comment) and _EMPTY_WORDS.search(comment))
 
 
+def _may_say_off(text: str) -> bool:
+    """Whether some part of ``text`` (a comment in it) could say that empty means off."""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return any(needle in lowered for needle in _OFF_NEEDLES)
+
+
 def _off_comments(script: ShellScript) -> list[tuple[int, str]]:
     """(line, text) of the comments that say an empty value switches something off."""
     found: list[tuple[int, str]] = []
+    if not _may_say_off(script.source.text):
+        return found  # no comment can say it: no need to find the comments
     for node in script.of("comment"):
         comment = text(node)
         if _says_empty_means_off(comment):
@@ -75,10 +86,11 @@ def _run(script: ShellScript) -> Iterator[Hit]:
     if b":-" not in script.source.data:
         return  # the `:-` operator is written in the script's own bytes, or it is not there
     off_comments: list[tuple[int, str]] | None = None  # read on the first `:-` expansion
+    data = script.source.data
     for node in script.of("expansion"):
+        if data.find(b":-", node.start_byte, node.end_byte) == -1:
+            continue  # in the bytes: cheaper than the text, and than the node's children
         expansion = text(node)
-        if ":-" not in expansion:
-            continue  # cheaper than reading the children of every expansion
         children = node.children
         names = [c for c in children if c.type == "variable_name"]
         if not names or not any(c.type == ":-" for c in children):

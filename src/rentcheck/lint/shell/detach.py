@@ -4,7 +4,7 @@ Python output."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -95,7 +95,7 @@ def _assigned_and_exported(script: ShellScript) -> tuple[dict[str, int], set[str
                 for child in node.children:
                     if child.type in ("variable_assignment", "variable_name", "word"):
                         exported.add(text(child).split("=", 1)[0])
-    for command in script.commands():
+    for command in script.commands_named(("set", "export")):
         if command.name == "set" and ("-a" in command.argv or "allexport" in command.argv):
             allexport = True
         if command.name == "export":
@@ -107,9 +107,8 @@ def _single_quoted_variables(script: ShellScript) -> list[tuple[Command, str]]:
     """(command, variable) for each $VAR inside a single-quoted command string that a
     detached runner (tmux, nohup, ...) hands to another shell."""
     found: list[tuple[Command, str]] = []
-    for command in script.commands():
-        if command.name not in _DETACHED_RUNNERS:
-            continue  # ssh runs remotely: exporting would not help there
+    # Not ssh: the command runs remotely, where exporting would not help.
+    for command in script.commands_named(_DETACHED_RUNNERS):
         for arg in command.args:
             if arg.type != "raw_string":
                 continue
@@ -174,20 +173,28 @@ def _is_python(program: str) -> bool:
     return program.startswith("python") and _PYTHON.match(program) is not None
 
 
-def _may_launch(command: Command, is_program: Callable[[str], bool]) -> bool:
-    """Whether the launched program can be one that ``is_program`` accepts, decided from the
-    name alone: it is the name itself unless the name is a wrapper. Checked before anything
-    that reads the arguments or climbs the tree, which most commands never need."""
-    return command.name in _WRAPPERS or is_program(command.name)
+# Whether a command of this name can launch the program the rule is about, decided from the
+# name alone: the program is the name itself unless the name is a wrapper. The rules ask for
+# these commands only, before anything that reads arguments or climbs the tree. (Cached: asked
+# of each distinct name of every script.)
+
+
+@lru_cache(maxsize=4096)
+def _may_launch_long_running(name: str) -> bool:
+    if name in _QUIET or name == "disown":
+        return False
+    return name in _WRAPPERS or _is_long_running(name)
+
+
+@lru_cache(maxsize=4096)
+def _may_launch_python(name: str) -> bool:
+    return name in _WRAPPERS or _is_python(name)
 
 
 def _stdin_hits(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
-        for command in current.commands():
-            name = command.name
-            if name in _QUIET or name == "disown":
-                continue
-            if not _may_launch(command, _is_long_running) or not _is_detached(command):
+        for command in current.commands_where(_may_launch_long_running):
+            if not _is_detached(command):
                 continue
             launched = _launch_words(command)
             if not launched or not _is_long_running(launched[0]):
@@ -203,6 +210,8 @@ def _stdin_hits(script: ShellScript) -> Iterator[Hit]:
 
 
 def _has_unbuffered_env(script: ShellScript) -> bool:
+    if b"PYTHONUNBUFFERED" not in script.source.data:
+        return False  # no node's text can hold it: no need to find the assignments
     return any(
         "PYTHONUNBUFFERED" in text(node)
         for node in script.of("declaration_command", "variable_assignment")
@@ -225,9 +234,7 @@ def _buffered_hits(script: ShellScript) -> Iterator[Hit]:
             "nohup",
             "setsid",
         )
-        for command in current.commands():
-            if not _may_launch(command, _is_python):
-                continue
+        for command in current.commands_where(_may_launch_python):
             launched = _launch_words(command)
             if not launched or not _is_python(launched[0]):
                 continue

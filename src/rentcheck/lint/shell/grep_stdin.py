@@ -134,9 +134,11 @@ def _reads_stdin(command: Command) -> bool:
     return not files and not recursive and not command.stdin_redirected()
 
 
+_LOOP_TYPES = ("while_statement", "for_statement", "c_style_for_statement")  # until: while
+
+
 def _in_poll_loop(command: Command) -> bool:
-    loops = ("while_statement", "until_statement", "for_statement", "c_style_for_statement")
-    return any(p.type in loops for p in command.ancestors())
+    return command.script.within_any(command.node, _LOOP_TYPES)
 
 
 def _split_pattern(command: Command) -> str | None:
@@ -170,9 +172,7 @@ def _split_pattern(command: Command) -> str | None:
 
 def _run(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
-        for command in current.commands():
-            if command.name not in GREPS:
-                continue
+        for command in current.commands_named(GREPS):
             rest = _split_pattern(command)
             if rest is not None and _reads_stdin(command):
                 head = " ".join(command.argv[-1:])

@@ -86,30 +86,33 @@ def _guarded(script: ShellScript) -> bool:
     statements = [c for c in script.root.children if c.type not in skip]
     if not statements:
         return True
+    last = statements[-1]
+    if last.type == "compound_statement":
+        inner = [c for c in last.children if c.type not in (*skip, "{", "}")]
+        return bool(inner) and _first_word(inner[-1]) == "exit"
+    # The function names last: reading every definition costs more than the checks before.
+    if last.type == "list":
+        words = text(last).replace(";", " ").split()
+        return bool(words) and "exit" in words and words[0] in _function_names(statements)
+    if _first_word(last) == "exit" and len(statements) >= 2:
+        return _first_word(statements[-2]) in _function_names(statements)
+    return False
+
+
+def _function_names(statements: list[Node]) -> set[str]:
     functions = {
         _first_word(c).removeprefix("function").strip() or text(c.children[1])
         for c in statements
         if c.type == "function_definition"
     }
-    functions = {name.split("(")[0] for name in functions}
-    last = statements[-1]
-    if last.type == "compound_statement":
-        inner = [c for c in last.children if c.type not in (*skip, "{", "}")]
-        return bool(inner) and _first_word(inner[-1]) == "exit"
-    if last.type == "list":
-        words = text(last).replace(";", " ").split()
-        return bool(words) and words[0] in functions and "exit" in words
-    if _first_word(last) == "exit" and len(statements) >= 2:
-        return _first_word(statements[-2]) in functions
-    return False
+    return {name.split("(")[0] for name in functions}
 
 
 def _unguarded(script: ShellScript) -> Iterator[Hit]:
-    commands = script.commands()
     # Names first: a background `&` needs a climb up the tree for each command (and no
     # command runs in the background of a script without an `&` token).
-    long_running = any(c.name in _LONG_RUNNING for c in commands) or (
-        script.has_background_operator() and any(c.backgrounded() for c in commands)
+    long_running = script.has_command(_LONG_RUNNING) or (
+        script.has_background_operator() and any(c.backgrounded() for c in script.commands())
     )
     if long_running and not _guarded(script):
         yield hit(

@@ -72,6 +72,8 @@ STDIN_READERS = frozenset(
         "read",
     }
 )
+# `read` is what a `while read` loop is meant to run on its input.
+_LOOP_INPUT_READERS = STDIN_READERS - {"read"}
 _LOOPS = ("while_statement", "until_statement")
 
 
@@ -91,8 +93,9 @@ def _loop_redirected_input(loop: Node) -> bool:
 
 
 def _swallow_hits(script: ShellScript) -> Iterator[Hit]:
-    for command in script.commands():
-        if command.name not in STDIN_READERS or command.name == "read":
+    for command in script.commands_named(_LOOP_INPUT_READERS):
+        # Inside a loop at all first: by byte ranges, where the checks below climb the tree.
+        if not script.within_any(command.node, ("while_statement",)):
             continue
         if command.stdin_redirected():
             continue

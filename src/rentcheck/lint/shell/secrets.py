@@ -72,6 +72,7 @@ _PLACEHOLDER = re.compile(
 # exact patterns on those lines only.
 _TRIGGER_WORDS = ("key", "token", "secret", "passw", "hf_", "akia", "asia", "wandb", "sk-")
 _GITHUB_TRIGGER = re.compile(r"gh[pousr]_")
+_GITHUB_KINDS = frozenset("pousr")
 _TRIGGER_ANY_CASE = re.compile(
     "|".join([*map(re.escape, _TRIGGER_WORDS), _GITHUB_TRIGGER.pattern]), re.IGNORECASE
 )
@@ -98,13 +99,25 @@ def _trigger_offsets(text: str) -> list[int]:
         return [match.start() for match in _TRIGGER_ANY_CASE.finditer(text)]
     # One str.find scan per word is many times faster than an alternation regex, which
     # tries every branch at nearly every position of the text.
-    offsets = [match.start() for match in _GITHUB_TRIGGER.finditer(lowered)]
+    offsets = _github_offsets(lowered)
     for word in _TRIGGER_WORDS:
         at = lowered.find(word)
         while at != -1:
             offsets.append(at)
             at = lowered.find(word, at + 1)
     return sorted(offsets)
+
+
+def _github_offsets(lowered: str) -> list[int]:
+    """Where _GITHUB_TRIGGER matches in ``lowered``: at each "gh", a look at the two
+    characters after it, where the regex would test every position of the text."""
+    offsets: list[int] = []
+    at = lowered.find("gh")
+    while at != -1:
+        if lowered[at + 2 : at + 3] in _GITHUB_KINDS and lowered[at + 3 : at + 4] == "_":
+            offsets.append(at)
+        at = lowered.find("gh", at + 1)
+    return offsets
 
 
 def _candidate_lines(text: str) -> list[tuple[int, str]]:

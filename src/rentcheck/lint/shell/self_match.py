@@ -63,6 +63,7 @@ KILL_RELAUNCH_RULE = Rule(
 
 PROCESS_MATCHERS = frozenset({"pgrep", "pkill"})
 KILLERS = frozenset({"pkill", "kill", "killall"})
+_MAY_KILL = KILLERS | {"tmux"}  # tmux kill-session
 LAUNCHERS = frozenset(
     {
         "nohup",
@@ -108,9 +109,7 @@ def _matches(pattern: str, haystack: str) -> bool:
 
 def _self_match_hits(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
-        for command in current.commands():
-            if command.name not in PROCESS_MATCHERS:
-                continue
+        for command in current.commands_named(PROCESS_MATCHERS):
             pattern = _pattern(command)
             if pattern is None:
                 continue
@@ -151,6 +150,8 @@ def _kill_relaunch_hits(script: ShellScript) -> Iterator[Hit]:
         outer = current.outer
         if outer is None or outer.name != "ssh":
             continue
+        if not current.has_command(_MAY_KILL):
+            continue  # nothing is killed, so nothing is relaunched after a kill
         killed_at: Command | None = None
         for command in current.commands():
             is_tmux_kill = command.name == "tmux" and command.argv[:1] == ["kill-session"]

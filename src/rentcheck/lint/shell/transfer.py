@@ -39,9 +39,7 @@ def _short_flags(argv: list[str]) -> str:
 
 def _run(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
-        for command in current.commands():
-            if command.name not in ("scp", "rsync"):
-                continue  # before reading any argument: most commands are neither
+        for command in current.commands_named(("scp", "rsync")):
             argv = command.argv
             if command.name == "scp" and "r" in _short_flags(argv):
                 yield hit(

@@ -7,13 +7,14 @@ imported on first use: a CRLF-only pre-commit run never loads it.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
+from rentcheck.lint.shell.common import SCRIPT_MEMO_KEY
 from rentcheck.lint.shell.words import loose_value, static_value, text
 from rentcheck.lint.source import SourceFile
 
@@ -40,7 +41,9 @@ _BLOCKS = frozenset(
 )
 
 
-# The node types the rules look up; found by one tree-sitter query, in C, per script.
+# The node types the rules look up; found by one tree-sitter query, in C, per script. (A
+# query of its own for a type few scripts need would visit the whole tree again, and compiling
+# a query costs milliseconds: one query with every type costs least.)
 INDEXED_TYPES = (
     "command",
     "comment",
@@ -84,11 +87,12 @@ def _index_query() -> Any:
 _START_BYTE = attrgetter("start_byte")  # a sort key without a Python call per node
 
 
-def _index(root: Node) -> dict[str, list[Node]]:
+def _captures(root: Node) -> dict[str, list[Node]]:
+    """The indexed nodes by type, as the query found them (sorted when first asked for)."""
     from tree_sitter import QueryCursor
 
     captures: dict[str, list[Node]] = QueryCursor(_index_query()).captures(root)
-    return {kind: sorted(nodes, key=_START_BYTE) for kind, nodes in captures.items()}
+    return captures
 
 
 @lru_cache(maxsize=1)
@@ -104,8 +108,17 @@ def _command_name(node: Node, name_field: int) -> str:
     name_node = node.child_by_field_id(name_field)
     if name_node is None:
         return ""
-    name = text(name_node)
-    if "\\" in name or "'" in name or '"' in name:
+    return _name_value(text(name_node), name_node)
+
+
+def _is_quoted(written: str) -> bool:
+    return "\\" in written or "'" in written or '"' in written
+
+
+def _name_value(written: str, name_node: Node) -> str:
+    """The command name as run: the word's value, without any directory."""
+    name = written
+    if _is_quoted(name):
         # Quotes or escapes: read the word's parse (`"$PY"`, 'ssh', py\thon).
         first = name_node.child(0)
         name = loose_value(first) if first is not None else name
@@ -256,6 +269,49 @@ def _is_stdin_redirect(redirect: str) -> bool:
     return redirect.replace(" ", "").startswith(("<", "0<"))
 
 
+class _CommandIndex:
+    """A script's commands: their nodes and names in document order, and where each name
+    occurs. Rules ask for commands by name, and most names in a script are none of the
+    ones a rule looks for, so a Command object is made only when asked for."""
+
+    __slots__ = ("by_name", "made", "names", "nodes")
+
+    def __init__(self, nodes: list[Node], data: bytes) -> None:
+        self.nodes = nodes
+        self.names = _names_of(nodes, data)
+        self.by_name: dict[str, list[int]] = {}
+        for position, name in enumerate(self.names):
+            places = self.by_name.get(name)
+            if places is None:
+                self.by_name[name] = [position]
+            else:
+                places.append(position)
+        self.made: list[Command | None] = [None] * len(nodes)
+
+
+def _names_of(nodes: list[Node], data: bytes) -> list[str]:
+    """The name of each command node; ``data`` is the text the tree was parsed from."""
+    name_field = _name_field()
+    known: dict[bytes, str] = {}  # a script runs few distinct programs, most of them often
+    names: list[str] = []
+    for node in nodes:
+        # The `name` field: one child fetched in C, where `node.children` makes them all;
+        # its bytes cut from the text, where `node.text` builds a memoryview first.
+        name_node = node.child_by_field_id(name_field)
+        if name_node is None:
+            names.append("")
+            continue
+        written = data[name_node.start_byte : name_node.end_byte]
+        name = known.get(written)
+        if name is None:
+            word = written.decode("utf-8", "replace")
+            name = _name_value(word, name_node)
+            if not _is_quoted(word):  # a plain word's value depends on its bytes alone
+                known[written] = name
+        names.append(name)
+    return names
+
+
 @dataclass
 class ShellScript:
     """A parsed script, or a command string nested in one (``ssh host '...'``)."""
@@ -265,10 +321,14 @@ class ShellScript:
     line_offset: int = 0
     outer: Command | None = None  # the command whose string argument this script is
     depth: int = 0
+    data: bytes | None = None  # the text parsed, when not the source's (a nested script)
+    _found_nodes: dict[str, list[Node]] | None = field(default=None, repr=False)
+    _sorted: dict[str, list[Node]] = field(default_factory=dict, repr=False)
+    _merged: dict[tuple[str, ...], list[Node]] = field(default_factory=dict, repr=False)
+    _index: _CommandIndex | None = field(default=None, repr=False)
     _commands: list[Command] | None = field(default=None, repr=False)
-    _by_type: dict[str, list[Node]] | None = field(default=None, repr=False)
     _nested: list[ShellScript] | None = field(default=None, repr=False)
-    _command_starts: list[int] | None = field(default=None, repr=False)
+    _all: list[ShellScript] | None = field(default=None, repr=False)
 
     @property
     def partial(self) -> bool:
@@ -296,49 +356,98 @@ class ShellScript:
     def of(self, *types: str) -> list[Node]:
         """Every node of these types, in document order. The tree is walked once per
         script: touching tree-sitter nodes from Python is what a lint run spends its time on."""
-        by_type = self._indexed()
         # tree-sitter-bash parses `until` loops as while_statement: nothing else to find.
         types = tuple(t for t in types if t != "until_statement")
         missing = [t for t in types if t not in INDEXED_TYPES]
-        if missing:  # a type nobody indexed: walk for it (slow path, kept correct)
+        if missing:
             raise ValueError(f"node types not indexed: {missing}; add them to INDEXED_TYPES")
         if len(types) == 1:
-            return by_type.get(types[0], [])
-        found = [n for t in types for n in by_type.get(t, [])]
-        return sorted(found, key=_START_BYTE)
+            return self._of_type(types[0])
+        merged = self._merged.get(types)
+        if merged is None:
+            found = [n for t in types for n in self._of_type(t)]
+            merged = self._merged[types] = sorted(found, key=_START_BYTE)
+        return merged
 
-    def _indexed(self) -> dict[str, list[Node]]:
-        if self._by_type is None:
-            self._by_type = _index(self.root)
-        return self._by_type
+    def within_any(self, node: Node, types: tuple[str, ...]) -> bool:
+        """Whether a node of one of these (indexed) types is ``node`` or above it.
+
+        A node lies inside the byte range of each node above it, so byte ranges rule out
+        nearly every candidate; only a candidate whose range holds ``node`` needs the climb
+        (``parent`` searches down from the root, one of the dearest calls there is)."""
+        start, end = node.start_byte, node.end_byte
+        return any(
+            outer.start_byte <= start and end <= outer.end_byte and _is_within(node, outer)
+            for outer in self.of(*types)
+        )
+
+    def _of_type(self, kind: str) -> list[Node]:
+        # Sorted on first use: most types are never asked for in most scripts.
+        nodes = self._sorted.get(kind)
+        if nodes is None:
+            nodes = self._sorted[kind] = sorted(self._found().get(kind, ()), key=_START_BYTE)
+        return nodes
+
+    def _found(self) -> dict[str, list[Node]]:
+        if self._found_nodes is None:
+            self._found_nodes = _captures(self.root)
+        return self._found_nodes
 
     def has_background_operator(self) -> bool:
         """Whether an `&` token (not `&&`, `>&`, `&>`) occurs anywhere in this script."""
-        return _BACKGROUND_OPERATOR in self._indexed()
+        return _BACKGROUND_OPERATOR in self._found()
+
+    def _command_index(self) -> _CommandIndex:
+        if self._index is None:
+            data = self.source.data if self.data is None else self.data
+            self._index = _CommandIndex(self.of("command"), data)
+        return self._index
+
+    def _command_at(self, position: int) -> Command:
+        index = self._command_index()
+        command = index.made[position]
+        if command is None:
+            command = Command(index.nodes[position], index.names[position], self)
+            index.made[position] = command
+        return command
 
     def commands(self) -> list[Command]:
+        """Every command, in document order."""
         if self._commands is None:
-            name_field = _name_field()
-            self._commands = [
-                Command(n, _command_name(n, name_field), self) for n in self.of("command")
-            ]
+            self._commands = [self._command_at(p) for p in range(len(self._command_index().nodes))]
         return self._commands
+
+    def has_command(self, names: Collection[str]) -> bool:
+        """Whether a command with one of these names occurs in this script."""
+        return not self._command_index().by_name.keys().isdisjoint(names)
+
+    def commands_named(self, names: Collection[str]) -> list[Command]:
+        """The commands with one of these names, in document order."""
+        by_name = self._command_index().by_name
+        # A set intersection in C: it looks up the smaller side's names in the larger.
+        groups = [by_name[name] for name in by_name.keys() & names]
+        if not groups:
+            return []
+        positions = groups[0] if len(groups) == 1 else sorted(chain.from_iterable(groups))
+        return [self._command_at(p) for p in positions]
+
+    def commands_where(self, accepts: Callable[[str], bool]) -> list[Command]:
+        """The commands whose name ``accepts`` takes, in document order (it is asked once
+        per distinct name)."""
+        by_name = self._command_index().by_name
+        return self.commands_named([name for name in by_name if accepts(name)])
 
     def commands_in(self, node: Node, names: Collection[str]) -> list[Command]:
         """The commands with one of these names inside ``node``, in document order.
 
-        Found by byte range in the sorted command list rather than by walking the subtree
-        (a walk touches every node from Python); each candidate's ancestry is then checked,
-        so the answer is exactly that of a walk."""
-        commands = self.commands()
-        if self._command_starts is None:
-            self._command_starts = [c.node.start_byte for c in commands]
-        first = bisect_left(self._command_starts, node.start_byte)
-        last = bisect_right(self._command_starts, node.end_byte)
+        Found among the commands of those names by byte range rather than by walking the
+        subtree (a walk touches every node from Python); each candidate's ancestry is then
+        checked, so the answer is exactly that of a walk."""
+        start, end = node.start_byte, node.end_byte
         return [
             command
-            for command in commands[first:last]
-            if command.name in names and _is_within(command.node, node)
+            for command in self.commands_named(names)
+            if start <= command.node.start_byte <= end and _is_within(command.node, node)
         ]
 
     def _command(self, node: Node) -> Command:
@@ -349,19 +458,25 @@ class ShellScript:
         if self._nested is None:
             self._nested = []
             if self.depth < _NESTING_DEPTH:
-                for command in self.commands():
+                for command in self.commands_named(_CARRIERS):
                     for arg in _script_arguments(command):
-                        inner = _parser().parse(loose_value(arg).encode())
-                        line = int(arg.start_point[0]) + self.line_offset
-                        self._nested.append(
-                            ShellScript(self.source, inner.root_node, line, command, self.depth + 1)
-                        )
+                        self._nested.append(self._nested_script(command, arg))
         return self._nested
 
-    def all_scripts(self) -> Iterator[ShellScript]:
-        yield self
-        for inner in self.nested():
-            yield from inner.all_scripts()
+    def _nested_script(self, command: Command, arg: Node) -> ShellScript:
+        data = loose_value(arg).encode()
+        line = int(arg.start_point[0]) + self.line_offset
+        root = _parser().parse(data).root_node
+        return ShellScript(self.source, root, line, command, self.depth + 1, data)
+
+    def all_scripts(self) -> list[ShellScript]:
+        """This script and those nested in it, depth first, in document order."""
+        if self._all is None:
+            scripts = [self]
+            for inner in self.nested():
+                scripts.extend(inner.all_scripts())
+            self._all = scripts
+        return self._all
 
 
 _CARRIERS = frozenset(
@@ -400,7 +515,7 @@ def _script_arguments(command: Command) -> list[Node]:
 def script_of(source: SourceFile) -> ShellScript:
     """The parse of ``source``, made once per file and shared by every shell rule."""
     memo: dict[str, Any] = source.memo
-    if "shell" not in memo:
-        memo["shell"] = ShellScript(source, _parser().parse(source.data).root_node)
-    script: ShellScript = memo["shell"]
+    if SCRIPT_MEMO_KEY not in memo:
+        memo[SCRIPT_MEMO_KEY] = ShellScript(source, _parser().parse(source.data).root_node)
+    script: ShellScript = memo[SCRIPT_MEMO_KEY]
     return script
