@@ -39,10 +39,12 @@ def test_a_lint_run_stays_light_too(tmp_path) -> None:
 
 def test_a_cached_lint_run_loads_no_parser_or_check_code(tmp_path) -> None:
     """The pre-commit case: every file answered from the cache. Start-up is most of such a
-    run, so it must not load ast, dataclasses/inspect, tree-sitter or the rules' check code."""
+    run, so it must not load typing, ast, dataclasses/inspect, tree-sitter or the rules' check
+    code."""
     (tmp_path / "a.sh").write_text("#!/bin/sh\necho hi\n")
     (tmp_path / "train.py").write_text("import os\nprint(os.getcwd())\n")
     unwanted = (
+        "typing",
         "ast",
         "dataclasses",
         "inspect",

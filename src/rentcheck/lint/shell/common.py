@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
 
 from rentcheck.lint.check import FileCheck
 from rentcheck.lint.source import FileKind, SourceFile
 from rentcheck.model import Finding, Fix, Rule
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
     from rentcheck.lint.shell.tree import ShellScript
 
-__all__ = ["Hit", "shell_check", "tree_sitter_available"]
+    # (line, col, message, details, fix)
+    Hit = tuple[int, int, str, dict[str, Any], Fix | None]
+    ScriptRule = Callable[[ShellScript], Iterable[Hit]]
 
-# (line, col, message, details, fix)
-Hit = tuple[int, int, str, dict[str, Any], Fix | None]
-ScriptRule = Callable[["ShellScript"], Iterable[Hit]]
+__all__ = ["hit", "shell_check", "tree_sitter_available"]
 
 
 @lru_cache(maxsize=1)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from rentcheck.lint.shell.common import Hit, hit, shell_check
+from rentcheck.lint.shell.common import hit, shell_check
 from rentcheck.lint.shell.words import text
 from rentcheck.model import Applicability, Rule, Severity
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
+    from rentcheck.lint.shell.common import Hit
     from rentcheck.lint.shell.tree import Command, ShellScript
 
 RULE = Rule(

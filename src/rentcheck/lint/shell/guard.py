@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from rentcheck.lint.shell.common import Hit, hit, shell_check
+from rentcheck.lint.shell.common import hit, shell_check
 from rentcheck.lint.shell.words import text
 from rentcheck.model import Applicability, Rule, RuleStatus, Severity
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
     from tree_sitter import Node
 
+    from rentcheck.lint.shell.common import Hit
     from rentcheck.lint.shell.tree import ShellScript
 
 UNGUARDED_RULE = Rule(

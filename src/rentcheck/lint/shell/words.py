@@ -7,8 +7,8 @@ the parser glue: a run whose scripts all come from the findings cache never need
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
     from tree_sitter import Node
 
