@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from rentcheck.config import Config
+from rentcheck.lint.cache import MAX_FILES, FindingsCache
 from rentcheck.lint.engine import Linter
 from rentcheck.registry import load_rule_set
 
@@ -22,8 +23,7 @@ def test_warm_run_equals_cold_run_and_is_stored(tmp_path: Path) -> None:
     (tmp_path / "run.sh").write_bytes(BAD)
     cold = _run(tmp_path)
     assert ("RC110", 2) in cold and ("RC109", 2) in cold
-    store = tmp_path / ".rentcheck" / "cache" / "lint.json"
-    assert store.exists()
+    assert len(list((tmp_path / ".rentcheck" / "cache").glob("lint-*.json"))) == 1
     assert (tmp_path / ".rentcheck" / ".gitignore").read_text().strip().endswith("*")
     assert _run(tmp_path) == cold
 
@@ -38,9 +38,17 @@ def test_cache_follows_content_and_selection(tmp_path: Path) -> None:
     assert _run(tmp_path, select=("RC110",)) == [("RC110", 2)]
 
 
+def _store(root: Path) -> Path:
+    """The cache file of the default selection."""
+    linter = Linter(Config(root=str(root)), load_rule_set(with_plugins=False))
+    path = FindingsCache(str(root), sorted(linter.enabled)).path
+    assert path is not None
+    return Path(path)
+
+
 def test_damaged_or_foreign_cache_is_ignored(tmp_path: Path) -> None:
     (tmp_path / "run.sh").write_bytes(BAD)
-    store = tmp_path / ".rentcheck" / "cache" / "lint.json"
+    store = _store(tmp_path)
     store.parent.mkdir(parents=True)
     store.write_text("{not json")
     assert ("RC110", 2) in _run(tmp_path)
@@ -49,6 +57,29 @@ def test_damaged_or_foreign_cache_is_ignored(tmp_path: Path) -> None:
     doc["salt"] = "0" * 16
     store.write_text(json.dumps(doc))
     assert ("RC110", 2) in _run(tmp_path)
+
+
+def test_selections_keep_their_own_answers(tmp_path: Path) -> None:
+    """The shell and the Python pre-commit hooks select different rules; each one's run
+    must not throw away the other's cached answers."""
+    (tmp_path / "run.sh").write_bytes(BAD)
+    (tmp_path / "train.py").write_bytes(b"import torch\nstate = torch.load('c.pt')\n")
+    rules = load_rule_set(with_plugins=False)
+    shell, python = (Linter(Config(root=str(tmp_path), select=(s,)), rules) for s in ("RC1", "RC2"))
+    for linter in (shell, python):
+        assert linter.run([str(tmp_path)]).findings  # each finds something, and caches it
+    for linter in (shell, python):
+        assert FindingsCache(str(tmp_path), sorted(linter.enabled)).entries  # both still there
+
+
+def test_old_selections_are_pruned(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_bytes(BAD)
+    codes = ["RC104", "RC105", "RC106", "RC108", "RC109", "RC110", "RC111", "RC112", "RC113"]
+    for code in codes:
+        _run(tmp_path, select=(code,))
+    stores = list((tmp_path / ".rentcheck" / "cache").glob("lint-*.json"))
+    assert len(stores) == MAX_FILES < len(codes)
+    assert _run(tmp_path, select=("RC110",)) == [("RC110", 2)]
 
 
 def test_warm_run_loads_no_parser(tmp_path: Path) -> None:

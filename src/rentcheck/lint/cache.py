@@ -1,12 +1,15 @@
 """Findings of content-only checks, cached by file content and rule-set identity, so a
 pre-commit run over unchanged files does not parse them again.
 
-The cache is one JSON file under ``<project>/.rentcheck/cache/`` (never pickle: it is data
-read back on every run), written atomically, bounded in size, and safe to delete.
+The cache is one JSON file per rule selection under ``<project>/.rentcheck/cache/`` (never
+pickle: it is data read back on every run), so hooks that select different rules (the shell
+and the Python pre-commit hooks) do not evict each other's answers. Files are written
+atomically, bounded in size and number, and safe to delete.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -24,14 +27,18 @@ __all__ = ["FindingsCache"]
 
 SCHEMA = 1
 MAX_ENTRIES = 20_000
+MAX_FILES = 8  # selections kept; the least recently written go first
 
 
 class FindingsCache:
     def __init__(self, root: str | None, codes: Sequence[str]) -> None:
-        self.path = os.path.join(root, ".rentcheck", "cache", "lint.json") if root else None
         # Any change of rentcheck or of the selected rules makes every old entry unreachable.
         identity = f"{SCHEMA}:{__version__}:{','.join(sorted(codes))}"
         self.salt = hashlib.sha256(identity.encode()).hexdigest()[:16]
+        self.directory = os.path.join(root, ".rentcheck", "cache") if root else None
+        self.path = (
+            os.path.join(self.directory, f"lint-{self.salt}.json") if self.directory else None
+        )
         self.entries: dict[str, list[dict[str, Any]]] = {}
         self.added: dict[str, list[dict[str, Any]]] = {}
         self.recent: dict[str, list[dict[str, Any]]] = {}
@@ -88,8 +95,25 @@ class FindingsCache:
                 write_atomic(ignore, b"# rentcheck's own cache and records\n*\n")
             blob = json.dumps({"salt": self.salt, "entries": entries}, separators=(",", ":"))
             write_atomic(self.path, blob.encode())
+            self._prune()
         except OSError:
             pass  # a read-only checkout still gets its findings, just not cached
+
+    def _prune(self) -> None:
+        """Keep the MAX_FILES most recently written selections (old rentcheck versions and
+        one-off --select runs leave files nobody will read again)."""
+        if self.directory is None:
+            return
+        names = [
+            n for n in os.listdir(self.directory) if n.startswith("lint") and n.endswith(".json")
+        ]
+        if len(names) <= MAX_FILES:
+            return
+        paths = [os.path.join(self.directory, n) for n in names]
+        paths.sort(key=lambda p: os.stat(p).st_mtime_ns, reverse=True)
+        for stale in paths[MAX_FILES:]:
+            with contextlib.suppress(OSError):
+                os.unlink(stale)
 
 
 def _stored(finding: Finding) -> dict[str, Any]:
