@@ -47,14 +47,17 @@ def _translate(glob: str, *, cross_slash: bool) -> str:
     return "".join(out)
 
 
+def _source(pattern: str) -> tuple[bool, str]:
+    """Whether the glob is anchored (has a slash), and its regex source."""
+    if "/" in pattern.rstrip("/"):
+        return True, f"^{_translate(pattern.strip('/'), cross_slash=False)}(?:/.*)?$"
+    return False, f"^{_translate(pattern.rstrip('/'), cross_slash=True)}$"
+
+
 @lru_cache(maxsize=512)
 def _compile(pattern: str) -> tuple[bool, re.Pattern[str]]:
-    anchored = "/" in pattern.rstrip("/")
-    if anchored:
-        body = _translate(pattern.strip("/"), cross_slash=False)
-        return True, re.compile(f"^{body}(?:/.*)?$", re.DOTALL)
-    body = _translate(pattern.rstrip("/"), cross_slash=True)
-    return False, re.compile(f"^{body}$", re.DOTALL)
+    anchored, source = _source(pattern)
+    return anchored, re.compile(source, re.DOTALL)
 
 
 def _component_search(patterns: list[str]) -> re.Pattern[str] | None:
@@ -72,19 +75,21 @@ def _component_search(patterns: list[str]) -> re.Pattern[str] | None:
 def _compile_set(
     patterns: tuple[str, ...],
 ) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None, re.Pattern[str] | None]:
-    """The component patterns as one alternation (and, when possible, as one whole-path
-    search), and the anchored ones as another."""
+    """The component patterns as one whole-path search (or, when that cannot be built, as
+    one alternation matched part by part), and the anchored ones as one alternation.
+    Compiled once per set: every run matches each file against its excludes."""
     component: list[str] = []
     plain: list[str] = []
     anchored: list[str] = []
     for pattern in patterns:
-        is_anchored, regex = _compile(pattern)
-        (anchored if is_anchored else component).append(f"(?:{regex.pattern})")
+        is_anchored, source = _source(pattern)
+        (anchored if is_anchored else component).append(f"(?:{source})")
         if not is_anchored:
             plain.append(pattern)
+    search = _component_search(plain) if plain else None
     return (
-        re.compile("|".join(component), re.DOTALL) if component else None,
-        _component_search(plain) if plain else None,
+        re.compile("|".join(component), re.DOTALL) if component and search is None else None,
+        search,
         re.compile("|".join(anchored), re.DOTALL) if anchored else None,
     )
 

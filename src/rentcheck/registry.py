@@ -8,12 +8,12 @@ loaded only when a command needs the rule set, never on import.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterable
 from functools import lru_cache
 
 from rentcheck.errors import ConfigError
+from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint import gitattributes, line_endings, shebang
 from rentcheck.lint.check import FileCheck, ProjectCheck
 from rentcheck.lint.python import checkpoint_rules, device_rules, ruff_bridge
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["ENTRY_POINT_GROUP", "RuleSet", "all_rules", "load_rule_set"]
 
 ENTRY_POINT_GROUP = "rentcheck.rules"
-CODE_RE = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
+CODE_RE = lazy_regex(r"^[A-Z]{2,8}[0-9]{3,4}$")
 
 Check = FileCheck | ProjectCheck
 

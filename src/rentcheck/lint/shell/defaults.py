@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint.shell.common import hit, shell_check
 from rentcheck.lint.shell.words import text
 from rentcheck.model import Applicability, Rule, Severity
@@ -33,8 +34,8 @@ RULE = Rule(
 )
 
 # "Empty means use the default" is exactly what `:-` does; only "empty means off" is a bug.
-_OFF_WORDS = re.compile(r"\b(disable[sd]?|turns? (it )?off|switch(es)? off|no-?op|skips?)\b", re.I)
-_EMPTY_WORDS = re.compile(r"\b(empty|blank|unset|\"\"|'')", re.I)
+_OFF_WORDS = lazy_regex(r"\b(disable[sd]?|turns? (it )?off|switch(es)? off|no-?op|skips?)\b", re.I)
+_EMPTY_WORDS = lazy_regex(r"\b(empty|blank|unset|\"\"|'')", re.I)
 
 
 # _OFF_WORDS cannot match without one of these (`turn off` and `switch off` both hold " off");

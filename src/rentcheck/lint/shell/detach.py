@@ -3,10 +3,10 @@ Python output."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from functools import lru_cache
 
+from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint.shell.common import hit, shell_check
 from rentcheck.lint.shell.words import loose_value, text
 from rentcheck.model import Applicability, Rule, Severity
@@ -73,8 +73,8 @@ BUFFERED_RULE = Rule(
 
 DETACHERS = frozenset({"nohup", "setsid", "disown"})
 _DETACHED_RUNNERS = frozenset({"tmux", "screen", "nohup", "setsid", "bash", "sh", "su", "timeout"})
-_PYTHON = re.compile(r"^python(\d(\.\d+)?)?$")
-_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+_PYTHON = lazy_regex(r"^python(\d(\.\d+)?)?$")
+_VAR = lazy_regex(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 _QUIET = frozenset({"sleep", "wait", "true", ":"})
 
 
@@ -145,7 +145,7 @@ def _is_detached(command: Command) -> bool:
 
 # What a training launcher starts in the background: long-running programs that may read
 # stdin or keep an ssh session open. A GUI opened with `"$browser" &` is not one of them.
-_LONG_RUNNING = re.compile(
+_LONG_RUNNING = lazy_regex(
     r"^(python[\d.]*|torchrun|accelerate|deepspeed|bash|sh|zsh|java|node|ssh|rsync|"
     r"tensorboard|jupyter|jupyter-lab|docker|srun|mpirun|xargs|tail|watch|\./.*|.*\.sh)$"
 )
