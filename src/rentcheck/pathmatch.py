@@ -8,10 +8,10 @@ path relative to the project root, where ``**`` spans directories.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-__all__ = ["matches_any"]
+__all__ = ["matcher", "matches_any"]
 
 
 def _translate(glob: str, *, cross_slash: bool) -> str:
@@ -96,11 +96,22 @@ def _compile_set(
 
 def matches_any(relpath: str, patterns: Iterable[str]) -> bool:
     """True when the POSIX ``relpath`` (relative to the project root) hits any pattern."""
-    component, search, anchored = _compile_set(tuple(patterns))
-    if anchored is not None and anchored.match(relpath):
-        return True
-    if search is not None:
-        return search.search(relpath) is not None
-    if component is not None:
-        return any(component.match(part) for part in relpath.split("/"))
-    return False
+    return matcher(tuple(patterns))(relpath)
+
+
+@lru_cache(maxsize=64)
+def matcher(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """``matches_any`` for one fixed set of patterns, for callers that test many paths
+    (every file of a run against its excludes): the set is looked up once, not per path."""
+    component, search, anchored = _compile_set(patterns)
+
+    def matches(relpath: str) -> bool:
+        if anchored is not None and anchored.match(relpath):
+            return True
+        if search is not None:
+            return search.search(relpath) is not None
+        if component is not None:
+            return any(component.match(part) for part in relpath.split("/"))
+        return False
+
+    return matches

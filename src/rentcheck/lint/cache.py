@@ -58,7 +58,10 @@ class FindingsCache:
                 self.entries = entries
 
     def key(self, data: bytes, kind: str) -> str:
-        return hashlib.sha256(kind.encode() + b"\0" + data).hexdigest()
+        digest = hashlib.sha256(kind.encode())
+        digest.update(b"\0")
+        digest.update(data)  # no concatenated copy of the file's bytes
+        return digest.hexdigest()
 
     def get(self, key: str, path: str) -> list[Finding] | None:
         stored = self.entries.get(key)

@@ -14,7 +14,7 @@ from rentcheck.lint.source import FileKind, SourceFile
 from rentcheck.lint.suppress import apply_suppressions
 from rentcheck.lint.walk import Candidate, collect
 from rentcheck.model import Applicability, Edit, Finding, Rule
-from rentcheck.pathmatch import matches_any
+from rentcheck.pathmatch import matcher, matches_any
 from rentcheck.registry import RuleSet
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
@@ -105,6 +105,7 @@ class Linter:
         self.file_checks = [c for c in rules.file_checks if c.rule.code in self.enabled]
         self.project_checks = [c for c in rules.project_checks if c.rule.code in self.enabled]
         self.training_paths = _training_paths(config)
+        self._in_training = None if self.training_paths is None else matcher(self.training_paths)
         # Per kind of file, the checks grouped by their ``applies`` function: most rules of a
         # family share one, so a file costs one call per family, not one per rule.
         self._by_kind: dict[FileKind, list[tuple[Callable[[SourceFile], bool], list[FileCheck]]]]
@@ -129,7 +130,7 @@ class Linter:
         itself is shared by every file that answers the same way."""
         groups = self._by_kind[source.kind]
         answers = tuple([applies(source) for applies, _ in groups])
-        training = self.training_paths is None or matches_any(source.path, self.training_paths)
+        training = self._in_training is None or self._in_training(source.path)
         key = (source.kind, answers, training)
         plan = self._plans.get(key)
         if plan is None:

@@ -8,7 +8,7 @@ import stat
 from collections.abc import Iterable, Sequence
 
 from rentcheck.errors import UsageError
-from rentcheck.pathmatch import matches_any
+from rentcheck.pathmatch import matcher
 from rentcheck.record import record
 
 __all__ = ["Candidate", "GitRepo", "collect"]
@@ -90,7 +90,8 @@ def _display(abspath: str, root: str) -> str:
 
 def _walk(directory: str, root: str, excludes: Sequence[str]) -> Iterable[str]:
     for current, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not matches_any(d, excludes))
+        excluded = matcher(tuple(excludes))
+        dirs[:] = sorted(d for d in dirs if not excluded(d))
         for name in sorted(files):
             yield os.path.join(current, name)
 
@@ -137,11 +138,12 @@ def collect(paths: Sequence[str], root: str, excludes: Sequence[str]) -> list[Ca
     repos = _Repos()
     found: dict[str, Candidate] = {}
     cwd = os.getcwd()
+    excluded = matcher(tuple(excludes))
     for raw in paths or [root]:
         for name, repo in _expand(raw, root, excludes, repos, cwd):
             if name in found:
                 continue
             display = _display(name, root)
-            if not matches_any(display.lstrip("/"), excludes):
+            if not excluded(display.lstrip("/")):
                 found[name] = Candidate(display, name, repo)
     return sorted(found.values(), key=lambda c: c.path)
