@@ -204,3 +204,16 @@ def test_storages_before_data_pkl_are_reported_as_unscanned(corpus: Path, tmp_pa
     issues = validate_bytes("odd.pt", odd.read_bytes())
     assert codes(issues) == {"RC517"}
     assert "precede data.pkl" in issues[0].message
+
+
+def test_pickle_scan_keeps_pickletools_escape_warnings_to_itself() -> None:
+    """A crafted STRING opcode with a bad escape makes pickletools warn; scanning a user's
+    checkpoint must not print Python warnings (nor fail under -W error)."""
+    import warnings
+
+    from rentcheck.pull.formats.pickle_safety import scan_pickle
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = scan_pickle(b"S'\\_'\n.")
+    assert report.malformed is None and not report.unsafe
