@@ -138,3 +138,71 @@ def test_ruff_answers_are_cached_by_content(tmp_path: Path) -> None:
     edited = check()
     assert "RC210 F401" in edited and "F821 Undefined name `other_name`" in edited
     assert log.read_text().count("start") == 2
+
+
+def test_a_failed_ruff_run_is_reported_and_not_cached(tmp_path: Path) -> None:
+    """ruff crashing once must not leave the file marked clean in the cache."""
+    import shutil
+
+    real = os.path.join(os.path.dirname(sys.executable), "ruff")
+    real = real if os.path.exists(real) else shutil.which("ruff") or ""
+    if not real:
+        pytest.skip("ruff is not installed (extra lint-python)")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.py").write_text("print(undefined_name)\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(os.path.realpath(sys.executable))
+    broken = tmp_path / "ruff-is-broken"
+    broken.touch()
+    wrapper = bin_dir / "ruff"
+    wrapper.write_text(
+        f'#!/bin/sh\nif [ -e "{broken}" ]; then echo boom >&2; exit 2; fi\nexec "{real}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), sysconfig.get_paths()["purelib"]]),
+        "HOME": str(tmp_path),
+    }
+
+    def check() -> str:
+        proc = subprocess.run(
+            [
+                *(str(bin_dir / "python"), "-m", "rentcheck", "check", "--isolated"),
+                *("--select", "RC209,RC210", "--output-format", "concise", "."),
+            ],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        if "No module named" in proc.stderr:
+            pytest.skip(f"cannot run rentcheck from a bare interpreter here: {proc.stderr}")
+        return proc.stdout
+
+    failed = check()
+    assert "RC209 ruff failed (exit 2): boom" in failed and "RC210" not in failed
+    broken.unlink()
+    assert "train.py:1:7: RC210 F821" in check()
+
+
+def test_ruff_answers_for_stubs_are_not_reused_for_modules(tmp_path: Path) -> None:
+    """ruff judges a .pyi stub differently from the same bytes in a .py module."""
+    from rentcheck.lint.python.ruff_bridge import _ruff
+
+    if _ruff() is None:
+        pytest.skip("ruff is not installed (extra lint-python)")
+    # A forward reference: fine in a stub, F821 in a module (annotations run at def time).
+    text = b"def f() -> Later: ...\nclass Later: ...\n"
+    (tmp_path / "s.pyi").write_bytes(text)
+    config = Config(root=str(tmp_path), select=("RC210",))
+    linter = Linter(config, load_rule_set(with_plugins=False))
+    if linter.run([str(tmp_path)]).findings:
+        pytest.skip("this ruff flags the stub too; nothing to compare")
+    (tmp_path / "s2.py").write_bytes(text)
+    found = linter.run([str(tmp_path)]).findings  # the stub's answer is cached now
+    assert [(f.path, f.details.get("ruff_code")) for f in found] == [("s2.py", "F821")]

@@ -66,6 +66,13 @@ def _identity(ruff: str) -> str:
     return f"ruff|{os.path.realpath(ruff)}|{st.st_size}|{st.st_mtime_ns}|{SELECT}"
 
 
+def _name_kind(path: str) -> str:
+    """What of a file's name ruff's answer depends on: stubs (.pyi) and package __init__
+    files are judged differently from the same bytes in an ordinary module."""
+    name = os.path.basename(path)
+    return f"{os.path.splitext(name)[1]}|{name == '__init__.py'}"
+
+
 def _run(project: Project) -> Iterator[Finding]:
     files = [f for f in project.files if python_applies(f)]
     if not files:
@@ -89,7 +96,7 @@ def _run(project: Project) -> Iterator[Finding]:
         if cache is None:
             misses.append(source)
             continue
-        key = keys[source.path] = cache.key(source.data, identity)
+        key = keys[source.path] = cache.key(source.data, f"{identity}|{_name_kind(source.path)}")
         cached = cache.get(key, source.path)
         if cached is None:
             misses.append(source)
@@ -133,6 +140,8 @@ def _ruff_findings(ruff: str, files: list[SourceFile]) -> dict[str, list[Finding
         check=False,
         timeout=300,
     )
+    if proc.returncode != 0:  # with --exit-zero, any other status means ruff itself failed
+        return f"ruff failed (exit {proc.returncode}): {proc.stderr.strip()[:200]}"
     try:
         diagnostics = json.loads(proc.stdout or "[]")
     except json.JSONDecodeError:
