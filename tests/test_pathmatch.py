@@ -34,6 +34,9 @@ DEFAULTS = (".git", "node_modules", "__pycache__", "*.egg-info", "build", "dist"
         ("dxta/x.sh", ("d[!x]ta",), False),
         ("foo", ("foo**",), True),
         ("foo/bar", ("f**r",), False),
+        ("a/x/b", ("a***b",), False),
+        ("a/x/b", ("a****b",), False),
+        ("axb", ("a***b",), True),
     ],
 )
 def test_examples(path: str, patterns: tuple[str, ...], expected: bool) -> None:

@@ -22,17 +22,22 @@ _METHODS = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn"
 
 class _Deferred:
     def __init__(self, pattern: str | bytes, flags: int) -> None:
-        self.pattern = pattern
-        self.flags = flags
+        self._source = (pattern, flags)
 
     def __getattr__(self, name: str) -> Any:
-        compiled = re.compile(self.pattern, self.flags)
+        if name.startswith("__") or name == "_source":  # copy/pickle probing a bare instance
+            raise AttributeError(name)
+        pattern, flags = self._source
+        compiled: Any = re.compile(pattern, flags)
         for method in _METHODS:
             setattr(self, method, getattr(compiled, method))
-        return getattr(compiled, name)
+        return getattr(compiled, name)  # pattern, flags, groups, ... as the compiled one says
+
+    def __reduce__(self) -> tuple[Any, tuple[str | bytes, int]]:
+        return lazy_regex, self._source
 
     def __repr__(self) -> str:
-        return f"lazy_regex({self.pattern!r}, {self.flags})"
+        return f"lazy_regex({self._source[0]!r}, {self._source[1]})"
 
 
 def lazy_regex(pattern: AnyStr, flags: int = 0) -> re.Pattern[AnyStr]:

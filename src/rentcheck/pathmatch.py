@@ -67,7 +67,7 @@ def _component_search(patterns: list[str]) -> re.Pattern[str] | None:
     if any("[" in p for p in patterns):
         return None
     # Within one component ``**`` means ``*``; neither may cross a slash here.
-    bodies = [_translate(p.rstrip("/").replace("**", "*"), cross_slash=False) for p in patterns]
+    bodies = [_translate(re.sub(r"\*+", "*", p.rstrip("/")), cross_slash=False) for p in patterns]
     return re.compile(f"(?:^|/)(?:{'|'.join(bodies)})(?:/|$)", re.DOTALL)
 
 

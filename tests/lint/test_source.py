@@ -33,7 +33,18 @@ def test_files_at_and_over_the_cap(
 
 
 def test_a_fifo_in_place_of_a_file_is_refused_not_waited_on(tmp_path: Path) -> None:
+    import signal
+
+    def hung(*_: object) -> None:
+        raise AssertionError("reading a FIFO blocked (no O_NONBLOCK?)")
+
     fifo = tmp_path / "train.sh"
     os.mkfifo(fifo)
-    with pytest.raises(OSError):
-        SourceFile.read("train.sh", str(fifo))
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        with pytest.raises(OSError):
+            SourceFile.read("train.sh", str(fifo))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Sequence
 
 from rentcheck import __version__
@@ -28,6 +29,8 @@ __all__ = ["FindingsCache"]
 SCHEMA = 1
 MAX_ENTRIES = 20_000
 MAX_FILES = 8  # selections kept; the least recently written go first
+# The files pruning may delete: one per selection, and the single file of rentcheck <= 0.1.
+_OWN_FILE = re.compile(r"^lint(-[0-9a-f]{16})?\.json$")
 
 
 class FindingsCache:
@@ -107,9 +110,7 @@ class FindingsCache:
         one-off --select runs leave files nobody will read again)."""
         if self.directory is None:
             return
-        names = [
-            n for n in os.listdir(self.directory) if n.startswith("lint") and n.endswith(".json")
-        ]
+        names = [n for n in os.listdir(self.directory) if _OWN_FILE.match(n)]
         if len(names) <= MAX_FILES:
             return
         paths = [os.path.join(self.directory, n) for n in names]

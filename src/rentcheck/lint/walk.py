@@ -89,8 +89,8 @@ def _display(abspath: str, root: str) -> str:
 
 
 def _walk(directory: str, root: str, excludes: Sequence[str]) -> Iterable[str]:
+    excluded = matcher(tuple(excludes))
     for current, dirs, files in os.walk(directory):
-        excluded = matcher(tuple(excludes))
         dirs[:] = sorted(d for d in dirs if not excluded(d))
         for name in sorted(files):
             yield os.path.join(current, name)

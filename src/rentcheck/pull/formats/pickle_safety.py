@@ -79,34 +79,36 @@ def scan_pickle(
     stream.seek(start)
     end, malformed = start, None
     ops = pickletools.genops(stream)
-    try:
-        for count in range(1, max_ops + 2):
-            try:
-                with warnings.catch_warnings():
-                    # A crafted STRING opcode makes pickletools warn about its escapes; the
-                    # scan judges the bytes, the user's terminal need not hear about them.
-                    warnings.simplefilter("ignore", DeprecationWarning)
+    # A crafted STRING opcode makes pickletools warn about its escapes; the scan judges the
+    # bytes, the user's terminal need not hear about them.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            for count in range(1, max_ops + 2):
+                try:
                     opcode, arg, pos = next(ops)
-            except StopIteration:  # pragma: no cover - genops raises before that
-                raise Malformed("no STOP opcode") from None
-            except GENOPS_ERRORS as exc:
-                end = max(end, stream.tell())
-                raise Malformed(f"{str(exc) or type(exc).__name__} (after byte {end})") from None
-            end = (pos or 0) + 1
-            if count > max_ops:
-                m.flag(f"pickle has more than {max_ops} opcodes; too large to prove safe")
-                raise Malformed(f"analysis stopped after {max_ops} opcodes")
-            if opcode.name == "STOP":
-                if m.marks or len(m.stack) != 1:
-                    raise Malformed("STOP with a stack that does not hold exactly one object")
-                break
-            handler = OPS.get(opcode.name)
-            if handler is not None:
-                handler(m, opcode.name, arg)
-            else:
-                _unsafe_opcode(m, opcode.name, arg)
-    except Malformed as exc:
-        malformed = str(exc) if "(after byte" in str(exc) else f"{exc} (at byte {end - 1})"
+                except StopIteration:  # pragma: no cover - genops raises before that
+                    raise Malformed("no STOP opcode") from None
+                except GENOPS_ERRORS as exc:
+                    end = max(end, stream.tell())
+                    raise Malformed(
+                        f"{str(exc) or type(exc).__name__} (after byte {end})"
+                    ) from None
+                end = (pos or 0) + 1
+                if count > max_ops:
+                    m.flag(f"pickle has more than {max_ops} opcodes; too large to prove safe")
+                    raise Malformed(f"analysis stopped after {max_ops} opcodes")
+                if opcode.name == "STOP":
+                    if m.marks or len(m.stack) != 1:
+                        raise Malformed("STOP with a stack that does not hold exactly one object")
+                    break
+                handler = OPS.get(opcode.name)
+                if handler is not None:
+                    handler(m, opcode.name, arg)
+                else:
+                    _unsafe_opcode(m, opcode.name, arg)
+        except Malformed as exc:
+            malformed = str(exc) if "(after byte" in str(exc) else f"{exc} (at byte {end - 1})"
     storages = _finish_storages(m)
     return PickleReport(
         end=end,
