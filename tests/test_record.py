@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from rentcheck.model import Applicability, Edit, Finding, Fix, Severity
-from rentcheck.record import FrozenInstanceError, field, fields, record, replace
+from rentcheck.record import FrozenInstanceError, field, field_names, record, replace
 
 
 @record
@@ -34,7 +34,7 @@ def test_init_positional_keyword_defaults_and_factories() -> None:
         Point()  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         Point(1, z=3)  # type: ignore[call-arg]
-    assert fields(Point) == ("x", "y", "tags", "note")
+    assert field_names(Point) == ("x", "y", "tags", "note")
 
 
 def test_frozen_eq_hash_repr() -> None:
@@ -86,7 +86,7 @@ def test_subclass_adds_fields_after_the_base() -> None:
     class Tagged(Counter):
         tag: str = "t"
 
-    assert fields(Tagged) == ("name", "hits", "tag")
+    assert field_names(Tagged) == ("name", "hits", "tag")
     assert Tagged("a", 2, "b").tag == "b" and Tagged("a").hits == 0
 
 
@@ -113,3 +113,40 @@ def test_lint_path_loads_no_dataclasses() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_redeclared_field_keeps_its_place_and_mixing_is_refused() -> None:
+    @record
+    class Base:
+        a: int
+        b: int = 2
+
+    @record
+    class Child(Base):
+        a: int = 1  # redeclared with a default: still the first field
+
+    assert field_names(Child) == ("a", "b") and Child(5).a == 5
+
+    with pytest.raises(TypeError, match="frozen and mutable"):
+
+        @record(frozen=False)
+        class Thawed(Base):
+            c: int = 0
+
+
+def test_mutable_default_is_refused_and_explicit_hash_kept() -> None:
+    with pytest.raises(ValueError, match="default_factory"):
+
+        @record
+        class Bad:
+            items: list[int] = []  # noqa: RUF012
+
+    @record
+    class ByName:
+        name: str
+        weight: int = 0
+
+        def __hash__(self) -> int:
+            return hash(self.name)
+
+    assert hash(ByName("x", 1)) == hash("x")

@@ -25,7 +25,7 @@ else:
         return lambda decorated: decorated
 
 
-__all__ = ["FrozenInstanceError", "field", "fields", "record", "replace"]
+__all__ = ["FrozenInstanceError", "field", "field_names", "record", "replace"]
 
 _MISSING: Any = object()
 
@@ -58,7 +58,7 @@ def field(
     return _Field(default, default_factory, repr, compare)
 
 
-def fields(record_or_class: Any) -> tuple[str, ...]:
+def field_names(record_or_class: Any) -> tuple[str, ...]:
     """The field names, in order."""
     return tuple(f.name for f in record_or_class.__record_fields__)
 
@@ -80,10 +80,13 @@ def _collect(cls: type) -> tuple[_Field, ...]:
         if "ClassVar" in str(annotation):
             continue
         value = cls.__dict__.get(name, _MISSING)
+        if isinstance(value, (list, dict, set)):
+            raise ValueError(
+                f"{cls.__name__}.{name}: mutable default; use field(default_factory=...)"
+            )
         spec = value if isinstance(value, _Field) else _Field(value, _MISSING, True, True)
         spec.name = name
-        found.pop(name, None)
-        found[name] = spec
+        found[name] = spec  # a field redeclared by a subclass keeps its place, as in dataclasses
         if isinstance(value, _Field):  # the class attribute was only a declaration
             if spec.default is _MISSING:
                 delattr(cls, name)
@@ -154,8 +157,14 @@ def _refuse_delete(self: Any, name: str) -> None:
 
 
 def _make(cls: type[_T], frozen: bool) -> type[_T]:
+    for base in cls.__mro__[1:]:
+        if "__record_frozen__" in base.__dict__ and base.__dict__["__record_frozen__"] != frozen:
+            raise TypeError(f"{cls.__name__}: a record cannot mix frozen and mutable bases")
+    if frozen and ("__setattr__" in cls.__dict__ or "__delattr__" in cls.__dict__):
+        raise TypeError(f"{cls.__name__}: a frozen record cannot define __setattr__/__delattr__")
     specs = _collect(cls)
     added: dict[str, Any] = {
+        "__record_frozen__": frozen,
         "__record_fields__": specs,
         "__record_compare__": tuple(f.name for f in specs if f.compare),
         "__init__": _init(cls, specs, frozen),
@@ -165,7 +174,11 @@ def _make(cls: type[_T], frozen: bool) -> type[_T]:
     if "__eq__" not in cls.__dict__:
         added["__eq__"] = _eq
     if frozen:
-        added.update(__hash__=_hash, __setattr__=_refuse_set, __delattr__=_refuse_delete)
+        added.update(__setattr__=_refuse_set, __delattr__=_refuse_delete)
+        # Keep a __hash__ the class wrote (not the None Python sets when it defines __eq__).
+        own_hash = cls.__dict__.get("__hash__", _MISSING)
+        if own_hash is _MISSING or (own_hash is None and "__eq__" in cls.__dict__):
+            added["__hash__"] = _hash
     elif "__hash__" not in cls.__dict__:
         added["__hash__"] = None  # mutable and compared by value: not hashable
     for name, value in added.items():

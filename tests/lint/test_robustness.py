@@ -91,3 +91,28 @@ def test_real_system_scripts_get_a_verdict(tmp_path: Path) -> None:
     # Partial parses are notes, never errors.
     partial = [r for r in doc["results"] if r["code"] == "RC119"]
     assert all(r["severity"] == "note" for r in partial)
+
+
+def test_a_broken_tree_sitter_install_is_one_clear_error(tmp_path: Path) -> None:
+    """find_spec sees the grammar package but importing it fails: exit 2, one line, the fix."""
+    import subprocess
+    import sys
+
+    fake = tmp_path / "site" / "tree_sitter_bash"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('libtree-sitter-bash.so: cannot open')\n")
+    (tmp_path / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), *sys.path])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "rentcheck", "check", "--isolated", "--no-cache", "run.sh"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "tree-sitter-bash is installed but does not load" in lines[0]
+    assert "pip install --force-reinstall" in lines[0] and "Traceback" not in proc.stderr

@@ -51,8 +51,17 @@ def _script_of() -> Callable[[SourceFile], ShellScript]:
     """``tree.script_of``, imported on first use rather than at the top: a run answered from
     the findings cache checks no script and never loads the parse-tree module. (Cached: an
     import statement in ``check`` would cost a microsecond per file and rule.)"""
-    from rentcheck.lint.shell.tree import script_of
+    from rentcheck.errors import UsageError
+    from rentcheck.lint.shell.tree import load_parser, script_of
 
+    try:
+        load_parser()
+    except (ImportError, OSError, ValueError) as exc:
+        # find_spec saw the packages, but they do not load (a broken or mismatched install).
+        raise UsageError(
+            f"tree-sitter-bash is installed but does not load ({type(exc).__name__}: {exc})",
+            hint="reinstall it: pip install --force-reinstall 'rentcheck[lint-shell]'",
+        ) from exc
     return script_of
 
 

@@ -21,7 +21,15 @@ from rentcheck.lint.source import SourceFile
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-__all__ = ["Command", "ShellScript", "loose_value", "script_of", "static_value", "text"]
+__all__ = [
+    "Command",
+    "ShellScript",
+    "load_parser",
+    "loose_value",
+    "script_of",
+    "static_value",
+    "text",
+]
 
 # Commands whose string argument is itself a shell script run by another shell.
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh"})
@@ -510,6 +518,11 @@ def _script_arguments(command: Command) -> list[Node]:
         index = argv.index("-c") + 1
         return command.args[index : index + 1]
     return []
+
+
+def load_parser() -> None:
+    """Load tree-sitter and the bash grammar now, so that a broken install fails here."""
+    _parser()
 
 
 def script_of(source: SourceFile) -> ShellScript:
