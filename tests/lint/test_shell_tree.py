@@ -119,7 +119,8 @@ def test_first_error_line_is_that_of_a_full_walk(body: str) -> None:
     ],
 )
 def test_secret_candidate_lines_are_the_lines_a_regex_finds(text_: str) -> None:
-    trigger = re.compile(secrets._TRIGGER_ANY_CASE.pattern, re.IGNORECASE)
+    # The trigger words as written before the fast path existed (an independent oracle).
+    trigger = re.compile(r"key|token|secret|passw|hf_|akia|asia|wandb|sk-|gh[pousr]_", re.I)
     expected = [
         (number, line)
         for number, line in enumerate(text_.split("\n"), start=1)

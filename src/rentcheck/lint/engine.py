@@ -111,11 +111,12 @@ class Linter:
         self._by_kind: dict[FileKind, list[tuple[Callable[[SourceFile], bool], list[FileCheck]]]]
         self._by_kind = {}
         for kind in FileKind:
-            groups: dict[Callable[[SourceFile], bool], list[FileCheck]] = {}
+            # Keyed by identity: a plugin's applies may be a callable that cannot be hashed.
+            groups: dict[int, tuple[Callable[[SourceFile], bool], list[FileCheck]]] = {}
             for c in self.file_checks:
                 if c.kinds is None or kind in c.kinds:
-                    groups.setdefault(c.applies, []).append(c)
-            self._by_kind[kind] = list(groups.items())
+                    groups.setdefault(id(c.applies), (c.applies, []))[1].append(c)
+            self._by_kind[kind] = list(groups.values())
         self._plans: dict[tuple[FileKind, tuple[bool, ...], bool], _Plan] = {}
 
     # -- one file -------------------------------------------------------------------------
