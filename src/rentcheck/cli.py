@@ -48,13 +48,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _common() -> argparse.ArgumentParser:
+    from rentcheck.config import OUTPUT_FORMATS
+
     common = _Parser(add_help=False)
     g = common.add_argument_group("common options")
     g.add_argument("--config", metavar="FILE", help="use this rentcheck.yaml / pyproject.toml")
     g.add_argument("--isolated", action="store_true", help="ignore config files")
     g.add_argument(
         "--output-format",
-        choices=["text", "concise", "json", "sarif", "github"],
+        choices=OUTPUT_FORMATS,
         default=None,
         help="how to print results (default: text)",
     )

@@ -83,3 +83,11 @@ def test_severity_maps_to_annotation_level(cli, repo: Path) -> None:
     lines = cli("check", "--output-format", "github", cwd=repo).out.splitlines()
     assert any(line.startswith("::error file=run.sh,line=1") for line in lines)
     assert any(line.startswith("::warning file=notes.md") for line in lines)
+
+
+def test_every_configurable_output_format_has_a_renderer() -> None:
+    """The config's, the CLI's and the renderers' lists of formats are one list."""
+    from rentcheck.config import OUTPUT_FORMATS
+    from rentcheck.report import FORMATS
+
+    assert set(FORMATS) == set(OUTPUT_FORMATS)
