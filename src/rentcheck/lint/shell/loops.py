@@ -149,10 +149,7 @@ def _unbounded_hits(script: ShellScript) -> Iterator[Hit]:
                 continue  # reading input ends with the input
             if _bounded(node, current):
                 continue
-            if any(
-                n.type == "command" and current._command(n).name in ("read", "select")
-                for n in current.walk(node)
-            ):
+            if current.commands_in(node, ("read", "select")):
                 continue  # waits on a person at the keyboard, not on a condition
             if any(p.type in _LOOPS for p in _parents(node)):
                 continue  # report the outermost loop only
