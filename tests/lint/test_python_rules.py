@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -45,43 +46,58 @@ def test_bad_training_paths_value_is_a_config_error(tmp_path: Path) -> None:
         )
 
 
-def test_missing_ruff_is_one_note_not_a_failure(tmp_path: Path) -> None:
-    """An interpreter whose bin directory has no ruff, and a PATH without one."""
+def _real_ruff() -> str:
+    from rentcheck.lint.python.ruff_bridge import _ruff
+
+    found = _ruff()
+    if found is None:
+        pytest.skip("ruff is not installed (extra lint-python)")
+    return found
+
+
+def _bare_rentcheck(
+    tmp_path: Path, ruff_script: str | None = None
+) -> tuple[Path, Callable[..., subprocess.CompletedProcess[str]]]:
+    """A project whose train.py uses an undefined name, and a way to run `rentcheck check`
+    on it from an interpreter whose bin directory holds only python and, when given, a `ruff`
+    shell script (a wrapper around the real binary), with a PATH that has no ruff."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "train.py").write_text("print(undefined_name)\n")
-    bare_bin = tmp_path / "bin"
-    bare_bin.mkdir()
-    (bare_bin / "python").symlink_to(os.path.realpath(sys.executable))
-    site = sysconfig.get_paths()["purelib"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(os.path.realpath(sys.executable))
+    if ruff_script is not None:
+        (bin_dir / "ruff").write_text(ruff_script)
+        (bin_dir / "ruff").chmod(0o755)
     env = {
         "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), site]),
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), sysconfig.get_paths()["purelib"]]),
         "HOME": str(tmp_path),
     }
-    proc = subprocess.run(
-        [
-            str(bare_bin / "python"),
-            "-m",
-            "rentcheck",
-            "check",
-            "--isolated",
-            "--no-cache",
-            "--select",
-            "RC2",
-            "--output-format",
-            "concise",
-            ".",
-        ],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    if "No module named" in proc.stderr:
-        pytest.skip(f"cannot run rentcheck from a bare interpreter here: {proc.stderr.strip()}")
+
+    def check(*options: str) -> subprocess.CompletedProcess[str]:
+        command = [str(bin_dir / "python"), "-m", "rentcheck", "check", "--isolated"]
+        proc = subprocess.run(
+            [*command, "--output-format", "concise", *options, "."],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        if "No module named" in proc.stderr:
+            pytest.skip(f"cannot run rentcheck from a bare interpreter here: {proc.stderr}")
+        return proc
+
+    return work, check
+
+
+def test_missing_ruff_is_one_note_not_a_failure(tmp_path: Path) -> None:
+    """An interpreter whose bin directory has no ruff, and a PATH without one."""
+    _, check = _bare_rentcheck(tmp_path)
+    proc = check("--no-cache", "--select", "RC2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count(": RC209 ") == 1 and ": RC210 " not in proc.stdout
 
@@ -90,112 +106,43 @@ def test_ruff_answers_are_cached_by_content(tmp_path: Path) -> None:
     """A warm run starts no ruff process and reports the same; an edit is judged afresh.
 
     ruff is the real binary behind a wrapper that logs each start."""
-    import shutil
-
-    real = os.path.join(os.path.dirname(sys.executable), "ruff")
-    real = real if os.path.exists(real) else shutil.which("ruff") or ""
-    if not real:
-        pytest.skip("ruff is not installed (extra lint-python)")
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "train.py").write_text("print(undefined_name)\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(os.path.realpath(sys.executable))
     log = tmp_path / "ruff-starts.log"
-    wrapper = bin_dir / "ruff"
-    wrapper.write_text(f'#!/bin/sh\necho start >> "{log}"\nexec "{real}" "$@"\n')
-    wrapper.chmod(0o755)
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), sysconfig.get_paths()["purelib"]]),
-        "HOME": str(tmp_path),
-    }
+    wrapper = f'#!/bin/sh\necho start >> "{log}"\nexec "{_real_ruff()}" "$@"\n'
+    work, check = _bare_rentcheck(tmp_path, wrapper)
 
-    def check() -> str:
-        proc = subprocess.run(
-            [
-                *(str(bin_dir / "python"), "-m", "rentcheck", "check", "--isolated"),
-                *("--select", "RC210", "--output-format", "concise", "."),
-            ],
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        if "No module named" in proc.stderr:
-            pytest.skip(f"cannot run rentcheck from a bare interpreter here: {proc.stderr}")
+    def findings() -> str:
+        proc = check("--select", "RC210")
         assert proc.returncode == 1, proc.stdout + proc.stderr
         return proc.stdout
 
-    cold = check()
+    cold = findings()
     assert "train.py:1:7: RC210 F821" in cold
-    assert check() == cold
+    assert findings() == cold
     assert log.read_text().count("start") == 1
     (work / "train.py").write_text("import os\nprint(other_name)\n")
-    edited = check()
+    edited = findings()
     assert "RC210 F401" in edited and "F821 Undefined name `other_name`" in edited
     assert log.read_text().count("start") == 2
 
 
 def test_a_failed_ruff_run_is_reported_and_not_cached(tmp_path: Path) -> None:
     """ruff crashing once must not leave the file marked clean in the cache."""
-    import shutil
-
-    real = os.path.join(os.path.dirname(sys.executable), "ruff")
-    real = real if os.path.exists(real) else shutil.which("ruff") or ""
-    if not real:
-        pytest.skip("ruff is not installed (extra lint-python)")
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "train.py").write_text("print(undefined_name)\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "python").symlink_to(os.path.realpath(sys.executable))
     broken = tmp_path / "ruff-is-broken"
     broken.touch()
-    wrapper = bin_dir / "ruff"
-    wrapper.write_text(
-        f'#!/bin/sh\nif [ -e "{broken}" ]; then echo boom >&2; exit 2; fi\nexec "{real}" "$@"\n'
+    wrapper = (
+        f'#!/bin/sh\nif [ -e "{broken}" ]; then echo boom >&2; exit 2; fi\n'
+        f'exec "{_real_ruff()}" "$@"\n'
     )
-    wrapper.chmod(0o755)
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "src"), sysconfig.get_paths()["purelib"]]),
-        "HOME": str(tmp_path),
-    }
-
-    def check() -> str:
-        proc = subprocess.run(
-            [
-                *(str(bin_dir / "python"), "-m", "rentcheck", "check", "--isolated"),
-                *("--select", "RC209,RC210", "--output-format", "concise", "."),
-            ],
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        if "No module named" in proc.stderr:
-            pytest.skip(f"cannot run rentcheck from a bare interpreter here: {proc.stderr}")
-        return proc.stdout
-
-    failed = check()
+    _, check = _bare_rentcheck(tmp_path, wrapper)
+    failed = check("--select", "RC209,RC210").stdout
     assert "RC209 ruff failed (exit 2): boom" in failed and "RC210" not in failed
     broken.unlink()
-    assert "train.py:1:7: RC210 F821" in check()
+    assert "train.py:1:7: RC210 F821" in check("--select", "RC209,RC210").stdout
 
 
 def test_ruff_answers_for_stubs_are_not_reused_for_modules(tmp_path: Path) -> None:
     """ruff judges a .pyi stub differently from the same bytes in a .py module."""
-    from rentcheck.lint.python.ruff_bridge import _ruff
-
-    if _ruff() is None:
-        pytest.skip("ruff is not installed (extra lint-python)")
+    _real_ruff()
     # A forward reference: fine in a stub, F821 in a module (annotations run at def time).
     text = b"def f() -> Later: ...\nclass Later: ...\n"
     (tmp_path / "s.pyi").write_bytes(text)
