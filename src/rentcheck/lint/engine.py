@@ -105,6 +105,8 @@ class Linter:
         self.file_checks = [c for c in rules.file_checks if c.rule.code in self.enabled]
         self.project_checks = [c for c in rules.project_checks if c.rule.code in self.enabled]
         self.training_paths = _training_paths(config)
+        # The findings cache of the run in progress (run() sets it; None outside a run).
+        self.cache: FindingsCache | None = None
         self._in_training = None if self.training_paths is None else matcher(self.training_paths)
         # Per kind of file, the checks grouped by their ``applies`` function: most rules of a
         # family share one, so a file costs one call per family, not one per rule.
@@ -187,7 +189,7 @@ class Linter:
         for check in self.project_checks:
             mine = [f for f in files if check.applies(f) and self.in_scope(check.rule, f)]
             if mine:
-                yield check, Project(self.config.root, git_root, mine, getattr(self, "cache", None))
+                yield check, Project(self.config.root, git_root, mine, self.cache)
 
     def project_findings(self, git_root: str | None, files: Sequence[SourceFile]) -> list[Finding]:
         """Repository-level findings without fixing anything (the pytest status item)."""
@@ -226,9 +228,10 @@ class Linter:
     ) -> LintResult:
         result = LintResult()
         candidates = collect(paths, self.config.root, self.config.excludes)
-        self.cache = FindingsCache(self.config.root if cache else None, sorted(self.enabled))
+        store = FindingsCache(self.config.root if cache else None, sorted(self.enabled))
+        self.cache = store
         repos: dict[str | None, list[SourceFile]] = {}
-        for outcome in self._outcomes(candidates, fix=fix, diff=diff, jobs=jobs):
+        for outcome in self._outcomes(candidates, store, fix=fix, diff=diff, jobs=jobs):
             if outcome is None:
                 continue
             result.checked.append(outcome.path)
@@ -236,7 +239,7 @@ class Linter:
             result.suppressed += outcome.suppressed
             result.fixed.extend(outcome.fixed)
             result.diffs.extend(outcome.diffs)
-            self.cache.merge(outcome.cache_entries)
+            store.merge(outcome.cache_entries)
             if outcome.project_source is not None:
                 repos.setdefault(outcome.repo_root, []).append(outcome.project_source)
         for git_root, files in repos.items():
@@ -246,14 +249,20 @@ class Linter:
         # A check may also emit companion notes (e.g. RC209); honour the selection for them.
         result.findings = [f for f in result.findings if f.code in self.enabled]
         result.findings.sort(key=Finding.sort_key)
-        self.cache.save()
+        store.save()
         return result
 
     def _outcomes(
-        self, candidates: Sequence[Candidate], *, fix: bool, diff: bool, jobs: int | None
+        self,
+        candidates: Sequence[Candidate],
+        store: FindingsCache,
+        *,
+        fix: bool,
+        diff: bool,
+        jobs: int | None,
     ) -> Iterable[_FileOutcome | None]:
         workers = _workers(len(candidates), jobs)
-        if jobs is None and len(self.cache.entries) >= len(candidates) // 2:
+        if jobs is None and len(store.entries) >= len(candidates) // 2:
             workers = 1  # mostly cached: forking costs more than the few parses it would share
         if jobs is None and not any(c.content_only for c in self.file_checks):
             workers = 1  # byte-level checks only: a file costs less than sending it to a worker
@@ -287,7 +296,7 @@ class Linter:
         if not self.wants(source, plan):
             return None
         outcome = _FileOutcome(source.path, candidate.repo.root if candidate.repo else None)
-        cache = getattr(self, "cache", None)
+        cache = self.cache
         for _ in range(_MAX_FIX_ROUNDS):
             findings, suppressed = self.check_source(source, plan, cache)
             fixable = next((f for f in findings if _safe_edits(f)), None)
