@@ -105,8 +105,7 @@ def _read_regular(abspath: str, limit: int) -> tuple[bytes, os.stat_result]:
         while chunks[-1] and size < limit:
             chunks.append(os.read(fd, min(limit - size, 1 << 16)))
             size += len(chunks[-1])
-        whole = chunks[0] if len(chunks) == 1 or not chunks[1] else b"".join(chunks)
-        return whole, st
+        return b"".join(chunks), st  # rare: the file grew, or reached the limit
     finally:
         os.close(fd)
 
