@@ -25,6 +25,24 @@ class Preset:
     note: str = ""
 
 
+# The Trainer flags smoke and resume share: CPU, no reporters, a loss line per step,
+# checkpoints by step (NaN/Inf losses are otherwise filtered out of the logs).
+_HF_TRAINER_ARGS = (
+    "--max_steps",
+    "{steps}",
+    "--use_cpu",
+    "--report_to",
+    "none",
+    "--logging_steps",
+    "1",
+    "--logging_nan_inf_filter",
+    "false",
+    "--save_strategy",
+    "steps",
+)
+_HF_TRAINER_DATA = ("--dataloader_num_workers", "0", "--output_dir", "out")
+
+
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
@@ -100,47 +118,15 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "hf-trainer",
             "transformers Trainer scripts (run_clm.py style TrainingArguments flags)",
-            smoke_args=(
-                "--max_steps",
-                "{steps}",
-                "--use_cpu",
-                "--report_to",
-                "none",
-                "--logging_steps",
-                "1",
-                # Otherwise NaN/Inf losses are filtered out of the logs.
-                "--logging_nan_inf_filter",
-                "false",
-                "--save_strategy",
-                "steps",
-                "--save_steps",
-                "1",
-                "--dataloader_num_workers",
-                "0",
-                "--output_dir",
-                "out",
-            ),
+            smoke_args=(*_HF_TRAINER_ARGS, "--save_steps", "1", *_HF_TRAINER_DATA),
             resume_args=(
-                "--max_steps",
-                "{steps}",
-                "--use_cpu",
-                "--report_to",
-                "none",
-                "--logging_steps",
-                "1",
-                "--logging_nan_inf_filter",
-                "false",
-                "--save_strategy",
-                "steps",
+                *_HF_TRAINER_ARGS,
                 "--save_steps",
                 "{checkpoint_every}",
                 "--seed",
                 "42",
                 "--full_determinism",
-                "--dataloader_num_workers",
-                "0",
-                "--output_dir",
-                "out",
+                *_HF_TRAINER_DATA,
             ),
             checkpoint_dir="out",
             note="the example scripts resume from get_last_checkpoint(output_dir) on their own",
