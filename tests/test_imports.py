@@ -49,6 +49,7 @@ def test_a_cached_lint_run_loads_no_parser_or_check_code(tmp_path) -> None:
         "dataclasses",
         "inspect",
         "tree_sitter",
+        "tree_sitter._binding",
         "rentcheck.lint.shell.tree",
         "rentcheck.lint.python.syntax",
         "rentcheck.lint.python.checkpoint_checks",
@@ -65,3 +66,39 @@ def test_a_cached_lint_run_loads_no_parser_or_check_code(tmp_path) -> None:
 
     assert "rentcheck.lint.python.checkpoint_checks" in run()  # cold: the checks ran
     assert "LOADED=\n" in run()
+
+
+def test_a_cold_shell_run_loads_the_parser_without_its_packages_imports(tmp_path) -> None:
+    """A cold run parses, but tree-sitter's compiled modules are loaded without the packages'
+    __init__, which import typing and importlib.resources (40 ms per worker process); the
+    shell tree module itself declares no dataclasses."""
+    (tmp_path / "a.sh").write_text("#!/bin/sh\ncp a b; echo synced\n")
+    unwanted = ("typing", "dataclasses", "inspect", "importlib.resources", "tree_sitter")
+    code = (
+        "import sys; from rentcheck.cli import main;"
+        "main(['check', '--exit-zero', '--no-cache', '--select', 'RC1', '.']);"
+        f"print('LOADED=' + ' '.join(m for m in {unwanted!r} if m in sys.modules));"
+        "print('PARSER=' + str('tree_sitter_bash._binding' in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
+    assert "RC104" in out  # the copy-success rule ran on the parse
+    assert "PARSER=True" in out and "LOADED=\n" in out, out
+
+
+def test_the_directly_loaded_binding_is_the_one_tree_sitter_then_uses() -> None:
+    """Loaded first without its package, the compiled module is reused by a later ordinary
+    import: one set of types, so nodes from either path are the same class."""
+    code = (
+        "from rentcheck.lint.shell import grammar\n"
+        "root = grammar.parser().parse(b'echo hi').root_node\n"
+        "import tree_sitter\n"
+        "assert tree_sitter.Node is type(root), (tree_sitter.Node, type(root))\n"
+        "assert tree_sitter.Parser is grammar.binding('tree_sitter').Parser\n"
+        "print('OK')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "OK"

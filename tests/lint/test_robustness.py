@@ -93,14 +93,19 @@ def test_real_system_scripts_get_a_verdict(tmp_path: Path) -> None:
     assert all(r["severity"] == "note" for r in partial)
 
 
-def test_a_broken_tree_sitter_install_is_one_clear_error(tmp_path: Path) -> None:
-    """find_spec sees the grammar package but importing it fails: exit 2, one line, the fix."""
+@pytest.mark.parametrize("broken", ["package", "compiled module"])
+def test_a_broken_tree_sitter_install_is_one_clear_error(tmp_path: Path, broken: str) -> None:
+    """find_spec sees the grammar package but loading it fails: exit 2, one line, the fix.
+    Either the package's import fails, or its compiled module (loaded directly) is damaged."""
     import subprocess
     import sys
+    from importlib.machinery import EXTENSION_SUFFIXES
 
     fake = tmp_path / "site" / "tree_sitter_bash"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('libtree-sitter-bash.so: cannot open')\n")
+    if broken == "compiled module":
+        (fake / f"_binding{EXTENSION_SUFFIXES[-1]}").write_bytes(b"\x7fELF truncated")
     (tmp_path / "run.sh").write_text("#!/bin/sh\necho hi\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), *sys.path])}
     proc = subprocess.run(

@@ -8,18 +8,20 @@ imported on first use: a CRLF-only pre-commit run never loads it.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
 
+from rentcheck.lint.shell import grammar
 from rentcheck.lint.shell.common import SCRIPT_MEMO_KEY
 from rentcheck.lint.shell.words import loose_value, static_value, text
 from rentcheck.lint.source import SourceFile
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
-    from tree_sitter import Node, Parser
+    from typing import Any
+
+    from tree_sitter import Node
 
 __all__ = [
     "Command",
@@ -69,27 +71,8 @@ INDEXED_TYPES = (
 _BACKGROUND_OPERATOR = "background_operator"
 
 
-@lru_cache(maxsize=1)
-def _language() -> Any:
-    import tree_sitter_bash
-    from tree_sitter import Language
-
-    return Language(tree_sitter_bash.language())
-
-
-@lru_cache(maxsize=1)
-def _parser() -> Parser:
-    from tree_sitter import Parser
-
-    return Parser(_language())
-
-
-@lru_cache(maxsize=1)
-def _index_query() -> Any:
-    from tree_sitter import Query
-
-    named = " ".join(f"({t}) @{t}" for t in INDEXED_TYPES)
-    return Query(_language(), f'{named} "&" @{_BACKGROUND_OPERATOR}')
+# One query with every indexed type, and `&` tokens.
+_INDEX_QUERY = " ".join(f"({t}) @{t}" for t in INDEXED_TYPES) + f' "&" @{_BACKGROUND_OPERATOR}'
 
 
 _START_BYTE = attrgetter("start_byte")  # a sort key without a Python call per node
@@ -97,15 +80,15 @@ _START_BYTE = attrgetter("start_byte")  # a sort key without a Python call per n
 
 def _captures(root: Node) -> dict[str, list[Node]]:
     """The indexed nodes by type, as the query found them (sorted when first asked for)."""
-    from tree_sitter import QueryCursor
-
-    captures: dict[str, list[Node]] = QueryCursor(_index_query()).captures(root)
-    return captures
+    return grammar.captures(grammar.query(_INDEX_QUERY), root)
 
 
 @lru_cache(maxsize=1)
 def _name_field() -> int:
-    return int(_language().field_id_for_name("name"))
+    field = grammar.language().field_id_for_name("name")
+    if field is None:  # caught where the parser loads: a grammar this code does not know
+        raise ValueError("the bash grammar has no `name` field for commands")
+    return field
 
 
 _NOT_ARGUMENTS = frozenset({"file_redirect", "herestring_redirect", "heredoc_redirect", "comment"})
@@ -320,23 +303,51 @@ def _names_of(nodes: list[Node], data: bytes) -> list[str]:
     return names
 
 
-@dataclass
 class ShellScript:
     """A parsed script, or a command string nested in one (``ssh host '...'``)."""
 
-    source: SourceFile
-    root: Node
-    line_offset: int = 0
-    outer: Command | None = None  # the command whose string argument this script is
-    depth: int = 0
-    data: bytes | None = None  # the text parsed, when not the source's (a nested script)
-    _found_nodes: dict[str, list[Node]] | None = field(default=None, repr=False)
-    _sorted: dict[str, list[Node]] = field(default_factory=dict, repr=False)
-    _merged: dict[tuple[str, ...], list[Node]] = field(default_factory=dict, repr=False)
-    _index: _CommandIndex | None = field(default=None, repr=False)
-    _commands: list[Command] | None = field(default=None, repr=False)
-    _nested: list[ShellScript] | None = field(default=None, repr=False)
-    _all: list[ShellScript] | None = field(default=None, repr=False)
+    __slots__ = (
+        "_all",
+        "_commands",
+        "_found_nodes",
+        "_index",
+        "_merged",
+        "_nested",
+        "_sorted",
+        "data",
+        "depth",
+        "line_offset",
+        "outer",
+        "root",
+        "source",
+    )
+
+    def __init__(
+        self,
+        source: SourceFile,
+        root: Node,
+        *,
+        line_offset: int = 0,
+        outer: Command | None = None,
+        depth: int = 0,
+        data: bytes | None = None,
+    ) -> None:
+        self.source = source
+        self.root = root
+        self.line_offset = line_offset
+        self.outer = outer  # the command whose string argument this script is
+        self.depth = depth
+        self.data = data  # the text parsed, when not the source's (a nested script)
+        self._found_nodes: dict[str, list[Node]] | None = None
+        self._sorted: dict[str, list[Node]] = {}
+        self._merged: dict[tuple[str, ...], list[Node]] = {}
+        self._index: _CommandIndex | None = None
+        self._commands: list[Command] | None = None
+        self._nested: list[ShellScript] | None = None
+        self._all: list[ShellScript] | None = None
+
+    def __repr__(self) -> str:
+        return f"ShellScript(path={self.source.path!r}, line_offset={self.line_offset})"
 
     @property
     def partial(self) -> bool:
@@ -474,8 +485,10 @@ class ShellScript:
     def _nested_script(self, command: Command, arg: Node) -> ShellScript:
         data = loose_value(arg).encode()
         line = int(arg.start_point[0]) + self.line_offset
-        root = _parser().parse(data).root_node
-        return ShellScript(self.source, root, line, command, self.depth + 1, data)
+        root = grammar.parser().parse(data).root_node
+        return ShellScript(
+            self.source, root, line_offset=line, outer=command, depth=self.depth + 1, data=data
+        )
 
     def all_scripts(self) -> list[ShellScript]:
         """This script and those nested in it, depth first, in document order."""
@@ -521,14 +534,17 @@ def _script_arguments(command: Command) -> list[Node]:
 
 
 def load_parser() -> None:
-    """Load tree-sitter and the bash grammar now, so that a broken install fails here."""
-    _parser()
+    """Load tree-sitter and the bash grammar, and compile the index query, now: a broken or
+    mismatched install fails here, once, rather than inside a rule."""
+    grammar.parser()
+    grammar.query(_INDEX_QUERY)
+    _name_field()
 
 
 def script_of(source: SourceFile) -> ShellScript:
     """The parse of ``source``, made once per file and shared by every shell rule."""
     memo: dict[str, Any] = source.memo
     if SCRIPT_MEMO_KEY not in memo:
-        memo[SCRIPT_MEMO_KEY] = ShellScript(source, _parser().parse(source.data).root_node)
+        memo[SCRIPT_MEMO_KEY] = ShellScript(source, grammar.parser().parse(source.data).root_node)
     script: ShellScript = memo[SCRIPT_MEMO_KEY]
     return script
