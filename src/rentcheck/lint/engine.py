@@ -26,7 +26,6 @@ __all__ = ["LintResult", "Linter"]
 _MAX_FIX_ROUNDS = 5
 # Below this many files a process pool costs more than it saves.
 _PARALLEL_MIN_FILES = 400
-_FORKED: tuple[Linter, bool, bool] | None = None
 
 
 class _FileOutcome:
@@ -60,13 +59,6 @@ def _workers(files: int, jobs: int | None) -> int:
     if files < _PARALLEL_MIN_FILES or not sys.platform.startswith("linux"):
         return 1
     return max(1, min(len(os.sched_getaffinity(0)), 8, files // (_PARALLEL_MIN_FILES // 2)))
-
-
-def _lint_in_worker(candidate: Candidate) -> _FileOutcome | None:
-    if _FORKED is None:  # set by the parent right before the fork
-        raise RuntimeError("lint worker started without a linter")
-    linter, fix, diff = _FORKED
-    return linter.lint_candidate(candidate, fix=fix, diff=diff)
 
 
 class LintResult:
@@ -268,24 +260,18 @@ class Linter:
             workers = 1  # byte-level checks only: a file costs less than sending it to a worker
         if workers <= 1:
             return [self.lint_candidate(c, fix=fix, diff=diff) for c in candidates]
-        import multiprocessing
+        from rentcheck.lint.forked import fork_map
 
-        # fork: workers inherit this Linter (plugin checks need not be picklable).
-        global _FORKED  # noqa: PLW0603 - the one way to hand an object to forked workers
-        _FORKED = (self, fix, diff)
-        # Largest files first, in small chunks: the workers then finish together instead of
-        # one of them parsing a big script alone at the end (sizes stand in for cost).
+        # Workers are forked: they inherit this Linter (plugin checks need not be picklable).
+        # Largest files first: the workers then finish together instead of one of them
+        # parsing a big script alone at the end (sizes stand in for cost).
         order = sorted(range(len(candidates)), key=lambda i: -_size(candidates[i].abspath))
-        chunk = max(1, len(candidates) // (workers * 8))
-        try:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                done = pool.map(_lint_in_worker, [candidates[i] for i in order], chunksize=chunk)
-        finally:
-            _FORKED = None
-        outcomes: list[_FileOutcome | None] = [None] * len(candidates)
-        for index, outcome in zip(order, done, strict=True):
-            outcomes[index] = outcome
-        return outcomes
+        return fork_map(
+            lambda candidate: self.lint_candidate(candidate, fix=fix, diff=diff),
+            candidates,
+            workers,
+            order,
+        )
 
     def lint_candidate(self, candidate: Candidate, *, fix: bool, diff: bool) -> _FileOutcome | None:
         """Read, check (and fix) one file; None when no selected rule looks at it."""

@@ -131,6 +131,14 @@ class SourceFile:
         mode = index_mode if index_mode is not None else st.st_mode
         return cls(path, abspath, data, mode, classify(path, data[:256]), truncated)
 
+    def __reduce__(self) -> tuple[type[SourceFile], tuple[str, str, bytes, int, FileKind, bool]]:
+        # What a worker process sends back: the fields, not the decoded text or the memo
+        # (pickling the text doubled what crossed the pipe).
+        return (
+            SourceFile,
+            (self.path, self.abspath, self.data, self.mode, self.kind, self.truncated),
+        )
+
     @_once
     def is_binary(self) -> bool:
         return b"\0" in self.data[:_BINARY_SNIFF]
