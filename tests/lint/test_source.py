@@ -48,3 +48,26 @@ def test_a_fifo_in_place_of_a_file_is_refused_not_waited_on(tmp_path: Path) -> N
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_pickled_source_file_carries_its_fields_not_its_derived_data(tmp_path: Path) -> None:
+    """Worker processes send SourceFiles back: the bytes once, not the decoded text too."""
+    import pickle
+
+    path = tmp_path / "run.sh"
+    path.write_bytes(b"#!/bin/sh\necho caf\xc3\xa9\n")
+    source = SourceFile.read("run.sh", str(path))
+    assert "café" in source.text  # computed and kept on the instance
+    source.memo["shell"] = object()  # per-run parses cannot cross a process boundary
+    copy = pickle.loads(pickle.dumps(source))  # noqa: S301 - our own bytes
+    assert (copy.path, copy.abspath, copy.data, copy.mode, copy.kind, copy.truncated) == (
+        source.path,
+        source.abspath,
+        source.data,
+        source.mode,
+        source.kind,
+        source.truncated,
+    )
+    assert copy.memo == {} and "text" not in vars(copy)
+    assert copy.text == source.text  # decoded again on first use
+    assert len(pickle.dumps(source)) < 2 * len(source.data) + 200
