@@ -15,20 +15,35 @@ from rentcheck.errors import UsageError
 from rentcheck.lint.forked import WorkerError, fork_map
 
 
-def _no_children_left() -> bool:
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return False
+def _children() -> set[int]:
+    """This process's children, running or exited but not reaped (from /proc)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == os.getpid():
+            found.add(int(entry))
+    return found
+
+
+@pytest.fixture
+def no_workers_left():
+    """Every worker was reaped: the children after the test are those from before it."""
+    before = _children()
+    yield
+    assert _children() <= before
 
 
 @pytest.mark.parametrize("count", [1, 7, 1000, 2500])
-def test_results_are_the_serial_results_in_item_order(count: int) -> None:
+def test_results_are_the_serial_results_in_item_order(count: int, no_workers_left: None) -> None:
     items = [f"item-{i}" for i in range(count)]
     order = list(reversed(range(count)))  # handed out last first; answered in item order
     assert fork_map(str.upper, items, 3, order) == [s.upper() for s in items]
-    assert _no_children_left()
 
 
 def test_no_items_forks_nothing() -> None:
@@ -60,7 +75,9 @@ def test_a_worker_that_finishes_early_takes_the_remaining_tasks(tmp_path: Path) 
     assert pids.count(pids[0]) == 1, pids
 
 
-def test_an_exception_in_a_worker_is_raised_in_the_parent_with_its_hint() -> None:
+def test_a_worker_exception_is_raised_in_the_parent_with_its_hint(
+    no_workers_left: None,
+) -> None:
     def work(index: int) -> int:
         if index == 5:
             raise UsageError("tree-sitter-bash does not load", hint="reinstall it")
@@ -70,10 +87,9 @@ def test_an_exception_in_a_worker_is_raised_in_the_parent_with_its_hint() -> Non
         fork_map(work, list(range(20)), 2)
     assert str(caught.value) == "tree-sitter-bash does not load (reinstall it)"
     assert "Traceback" in str(caught.value.__cause__)  # the worker's own traceback
-    assert _no_children_left()
 
 
-def test_an_exception_that_cannot_be_pickled_keeps_its_text() -> None:
+def test_an_exception_that_cannot_be_pickled_keeps_its_text(no_workers_left: None) -> None:
     class Local(Exception):  # a local class cannot be pickled
         pass
 
@@ -84,10 +100,9 @@ def test_an_exception_that_cannot_be_pickled_keeps_its_text() -> None:
 
     with pytest.raises(WorkerError, match="Local: odd failure"):
         fork_map(work, list(range(10)), 2)
-    assert _no_children_left()
 
 
-def test_a_worker_killed_by_a_signal_is_an_error_naming_it() -> None:
+def test_a_worker_killed_by_a_signal_is_an_error_naming_it(no_workers_left: None) -> None:
     def work(index: int) -> int:
         if index == 2:
             os.kill(os.getpid(), signal.SIGKILL)
@@ -95,7 +110,6 @@ def test_a_worker_killed_by_a_signal_is_an_error_naming_it() -> None:
 
     with pytest.raises(WorkerError, match="killed by SIGKILL"):
         fork_map(work, list(range(10)), 2)
-    assert _no_children_left()
 
 
 def test_the_parents_buffered_output_is_written_once(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,12 @@ def test_changed_manifest_digest_fails_and_says_what_changed(verified, cli, tmp_
 
 
 def test_rebuilt_manifest_with_same_files_still_fails(verified, cli, tmp_path) -> None:
-    root, _ = verified
+    root, now = verified
+    # created_at has whole seconds: a rebuild within the same second would be the very same
+    # bytes, i.e. the verified manifest itself. Rebuild in a later second.
+    built = load_manifest(now).created_at.timestamp()
+    while time.time() < built + 1:
+        time.sleep(0.05)
     other = tmp_path / "rebuilt.json"
     assert cli("manifest", "build", str(root), "-o", str(other), "--run-id", "run-0001").code == 0
     res = teardown(cli, root, other, "--profile", "runpod", "--approve", "--output-format", "json")

@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 __all__ = ["LintResult", "Linter"]
 
 _MAX_FIX_ROUNDS = 5
-# Below this many files a process pool costs more than it saves.
-_PARALLEL_MIN_FILES = 400
+# Below this many files forking workers costs more than it saves. (Measured over random
+# samples of system scripts, all shell rules, cold: even at 16 files, 1.2x faster at 32,
+# 1.35x at 64, 1.7x at 128 with two workers.)
+_PARALLEL_MIN_FILES = 32
 
 
 class _FileOutcome:
