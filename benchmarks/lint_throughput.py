@@ -190,6 +190,50 @@ def compare_shellcheck(label: str, files: list[str], repeat: int, cwd: str) -> N
     print(f"  all rules / byte rules        = {t_all / t_bytes:6.2f}x  (target <= 3x)")
     added = (t_all - t_bytes) / t_bytes
     print(f"  (all - byte rules) / byte     = {added:6.2f}x  (the time the tree rules add)")
+    # What no rule code can go below: tree-sitter's own parse and index query, in C, for the
+    # same scripts, split over the same worker processes as the run, plus the byte-rule run.
+    workers, floor_wall = tree_sitter_wall(files, repeat)
+    floor = t_bytes + floor_wall
+    print(f"  tree-sitter alone (parse + index query, {workers} workers) {floor_wall:6.3f} s")
+    print(
+        f"  floor: byte rules + tree-sitter alone = {floor:6.3f} s"
+        f" = {floor / t_bytes:5.2f}x the byte rules, before any rule runs"
+    )
+
+
+def tree_sitter_wall(files: list[str], repeat: int) -> tuple[int, float]:
+    """Best wall time of parsing every shell script rentcheck checks among ``files`` (default
+    excludes applied) and running the rules' one index query on it, in as many forked
+    workers as a lint run over them uses, largest first, as the lint run hands them out."""
+    from rentcheck.config import Config
+    from rentcheck.lint.engine import _workers
+    from rentcheck.lint.forked import fork_map
+    from rentcheck.lint.shell import grammar
+    from rentcheck.lint.shell.tree import INDEX_QUERY
+    from rentcheck.lint.source import FileKind, SourceFile
+    from rentcheck.lint.walk import collect
+
+    datas = []
+    for candidate in collect(files, os.getcwd(), Config(root=os.getcwd()).excludes):
+        source = SourceFile.read(candidate.path, candidate.abspath)
+        if source.kind is FileKind.SHELL:
+            datas.append(source.data)
+    datas.sort(key=len, reverse=True)
+    parser, query = grammar.parser(), grammar.query(INDEX_QUERY)  # loaded before the fork
+
+    def parse(data: bytes) -> int:
+        return len(grammar.captures(query, parser.parse(data).root_node))
+
+    workers = _workers(len(datas), None)
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        if workers > 1:
+            fork_map(parse, datas, workers)
+        else:
+            [parse(data) for data in datas]
+        best = min(best, time.perf_counter() - start)
+    return workers, best
 
 
 def main() -> int:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from tree_sitter import Node
 
 __all__ = [
+    "INDEX_QUERY",
     "Command",
     "ShellScript",
     "load_parser",
@@ -71,8 +72,8 @@ INDEXED_TYPES = (
 _BACKGROUND_OPERATOR = "background_operator"
 
 
-# One query with every indexed type, and `&` tokens.
-_INDEX_QUERY = " ".join(f"({t}) @{t}" for t in INDEXED_TYPES) + f' "&" @{_BACKGROUND_OPERATOR}'
+# One query with every indexed type, and `&` tokens: run once per script.
+INDEX_QUERY = " ".join(f"({t}) @{t}" for t in INDEXED_TYPES) + f' "&" @{_BACKGROUND_OPERATOR}'
 
 
 _START_BYTE = attrgetter("start_byte")  # a sort key without a Python call per node
@@ -80,7 +81,7 @@ _START_BYTE = attrgetter("start_byte")  # a sort key without a Python call per n
 
 def _captures(root: Node) -> dict[str, list[Node]]:
     """The indexed nodes by type, as the query found them (sorted when first asked for)."""
-    return grammar.captures(grammar.query(_INDEX_QUERY), root)
+    return grammar.captures(grammar.query(INDEX_QUERY), root)
 
 
 @lru_cache(maxsize=1)
@@ -263,21 +264,31 @@ def _is_stdin_redirect(redirect: str) -> bool:
 class _CommandIndex:
     """A script's commands: their nodes and names in document order, and where each name
     occurs. Rules ask for commands by name, and most names in a script are none of the
-    ones a rule looks for, so a Command object is made only when asked for."""
+    ones a rule looks for, so a Command object is made only when asked for, and where a
+    name occurs is looked up only for the names asked for."""
 
-    __slots__ = ("by_name", "made", "names", "nodes")
+    __slots__ = ("found", "made", "name_set", "names", "nodes")
 
     def __init__(self, nodes: list[Node], data: bytes) -> None:
         self.nodes = nodes
         self.names = _names_of(nodes, data)
-        self.by_name: dict[str, list[int]] = {}
-        for position, name in enumerate(self.names):
-            places = self.by_name.get(name)
-            if places is None:
-                self.by_name[name] = [position]
-            else:
-                places.append(position)
+        self.name_set = set(self.names)
+        self.found: dict[str, list[int]] = {}
         self.made: list[Command | None] = [None] * len(nodes)
+
+    def positions(self, name: str) -> list[int]:
+        """Where ``name`` occurs, in order (``list.index`` scans in C, between hits)."""
+        places = self.found.get(name)
+        if places is None:
+            places = self.found[name] = []
+            find, at = self.names.index, -1
+            try:
+                while True:
+                    at = find(name, at + 1)
+                    places.append(at)
+            except ValueError:
+                pass
+        return places
 
 
 def _names_of(nodes: list[Node], data: bytes) -> list[str]:
@@ -438,23 +449,25 @@ class ShellScript:
 
     def has_command(self, names: Collection[str]) -> bool:
         """Whether a command with one of these names occurs in this script."""
-        return not self._command_index().by_name.keys().isdisjoint(names)
+        return not self._command_index().name_set.isdisjoint(names)
 
     def commands_named(self, names: Collection[str]) -> list[Command]:
         """The commands with one of these names, in document order."""
-        by_name = self._command_index().by_name
-        # A set intersection in C: it looks up the smaller side's names in the larger.
-        groups = [by_name[name] for name in by_name.keys() & names]
-        if not groups:
+        index = self._command_index()
+        # A set intersection in C: most of the names asked for occur in few scripts.
+        wanted = index.name_set.intersection(names)
+        if not wanted:
             return []
-        positions = groups[0] if len(groups) == 1 else sorted(chain.from_iterable(groups))
+        if len(wanted) == 1:
+            positions = index.positions(wanted.pop())
+        else:
+            positions = sorted(chain.from_iterable(index.positions(n) for n in wanted))
         return [self._command_at(p) for p in positions]
 
     def commands_where(self, accepts: Callable[[str], bool]) -> list[Command]:
         """The commands whose name ``accepts`` takes, in document order (it is asked once
         per distinct name)."""
-        by_name = self._command_index().by_name
-        return self.commands_named([name for name in by_name if accepts(name)])
+        return self.commands_named([n for n in self._command_index().name_set if accepts(n)])
 
     def commands_in(self, node: Node, names: Collection[str]) -> list[Command]:
         """The commands with one of these names inside ``node``, in document order.
@@ -537,7 +550,7 @@ def load_parser() -> None:
     """Load tree-sitter and the bash grammar, and compile the index query, now: a broken or
     mismatched install fails here, once, rather than inside a rule."""
     grammar.parser()
-    grammar.query(_INDEX_QUERY)
+    grammar.query(INDEX_QUERY)
     _name_field()
 
 
