@@ -136,3 +136,25 @@ def test_fork_map_loads_no_multiprocessing(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("forks_allowed", [0, 1])
+def test_a_refused_fork_leaves_the_work_to_those_there_are(
+    monkeypatch: pytest.MonkeyPatch, forks_allowed: int, no_workers_left: None
+) -> None:
+    """A container's process limit refuses fork(): the run goes on with fewer workers, or in
+    this process, with the same results."""
+    real_fork, started = os.fork, []
+
+    def limited_fork() -> int:
+        if len(started) >= forks_allowed:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        pid = real_fork()
+        if pid:
+            started.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", limited_fork)
+    pids = fork_map(lambda _: os.getpid(), list(range(300)), 3)
+    assert len(started) == forks_allowed
+    assert set(pids) == (set(started) if started else {os.getpid()})

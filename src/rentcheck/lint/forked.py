@@ -12,7 +12,8 @@ sixth of a cold lint run over a few hundred scripts. This needs ``os`` and ``pic
   results back as one pickle on a pipe of its own, and leaves with ``os._exit``: none of the
   parent's exit handlers run and none of its buffers are flushed twice.
 - An exception in a worker is raised again in the parent; a worker that dies without an
-  answer (killed, crashed) is an error that names the signal.
+  answer (killed, crashed) is an error that names the signal. When a process limit refuses
+  a fork, the workers already started do all the tasks (or the parent, if none started).
 
 The pickles are our own results from our own children: no untrusted data is unpickled.
 """
@@ -59,8 +60,6 @@ def fork_map(
     ``order`` is the order in which to hand out the items (e.g. largest first); the results
     are always in the order of ``items``.
     """
-    import pickle
-
     count = len(items)
     if count == 0:
         return []
@@ -76,39 +75,65 @@ def fork_map(
         stream.flush()  # else each child would hold, and might write, a copy of the buffer
     children: list[tuple[int, int]] = []  # (pid, read end of its result pipe)
     try:
-        for _ in range(max(1, min(workers, len(tasks)))):
-            result_read, result_write = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the worker
-                os.close(result_read)
-                for _pid, inherited in children:
-                    os.close(inherited)
-                _serve(function, items, tasks, task_read, result_write)
-            os.close(result_write)
-            children.append((pid, result_read))
-        os.close(task_read)
-        task_read = -1
-        results: list[R | None] = [None] * count
-        while children:
-            pid, fd = children[0]
-            payload = _read_all(fd)
-            os.close(fd)
-            status = os.waitpid(pid, 0)[1]
-            children.pop(0)
-            if not payload:
-                raise WorkerError(f"a lint worker process {_ended(status)} before it answered")
-            ok, value, remote = pickle.loads(payload)  # noqa: S301 - our own child's answer
-            if not ok:
-                raise value from _RemoteTraceback(remote)  # the others are stopped below
-            for index, result in value:
-                results[index] = result
-        return results  # type: ignore[return-value]  # every index was filled
-    finally:
-        if task_read >= 0:
+        try:
+            for _ in range(max(1, min(workers, len(tasks)))):
+                if not _start(function, items, tasks, task_read, children):
+                    break  # a process limit (a container's pids.max): go on with fewer
+        finally:
             os.close(task_read)
+        if not children:
+            return [function(item) for item in items]  # no process could be started
+        return _gather(children, count)
+    finally:
         for pid, fd in children:  # only left when the parent is interrupted or fails
             os.close(fd)
             _stop(pid)
+
+
+def _start(
+    function: Callable[[T], R],
+    items: Sequence[T],
+    tasks: list[list[int]],
+    task_fd: int,
+    children: list[tuple[int, int]],
+) -> bool:
+    """Fork one worker and add it to ``children``; False when the system refuses the fork."""
+    result_read, result_write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(result_read)
+        os.close(result_write)
+        return False
+    if pid == 0:  # the worker
+        os.close(result_read)
+        for _pid, inherited in children:
+            os.close(inherited)
+        _serve(function, items, tasks, task_fd, result_write)
+    os.close(result_write)
+    children.append((pid, result_read))
+    return True
+
+
+def _gather(children: list[tuple[int, int]], count: int) -> list[R]:
+    """Each worker's answer, in turn; ``children`` keeps those not yet reaped."""
+    import pickle
+
+    results: list[R | None] = [None] * count
+    while children:
+        pid, fd = children[0]
+        payload = _read_all(fd)
+        os.close(fd)
+        status = os.waitpid(pid, 0)[1]
+        children.pop(0)
+        if not payload:
+            raise WorkerError(f"a lint worker process {_ended(status)} before it answered")
+        ok, value, remote = pickle.loads(payload)  # noqa: S301 - our own child's answer
+        if not ok:
+            raise value from _RemoteTraceback(remote)  # the others are stopped by fork_map
+        for index, result in value:
+            results[index] = result
+    return results  # type: ignore[return-value]  # every index was filled
 
 
 def _serve(
