@@ -48,3 +48,23 @@ def test_missing_path_is_a_usage_error(cli, tmp_path: Path) -> None:
     result = cli("check", "nope.sh", cwd=tmp_path)
     assert result.code == 2
     assert result.err.count("\n") == 1 and "nope.sh does not exist" in result.err
+
+
+def test_candidates_carry_the_size_their_lstat_saw(tmp_path: Path) -> None:
+    """The engine hands out big files first by these sizes, without a second stat per file."""
+    from rentcheck.lint.walk import collect
+
+    plain = tmp_path / "plain"
+    write_files(plain, {"a.sh": "#!/bin/sh\necho a\n", "b/c.sh": "x" * 700})
+    repo = make_repo(tmp_path / "repo", {"run.sh": "#!/bin/sh\n" + "echo hi\n" * 50})
+    explicit = tmp_path / "one.sh"
+    explicit.write_bytes(b"#!/bin/sh\n")
+    found = collect([str(plain), str(repo), str(explicit)], str(tmp_path), [])
+    sizes = {Path(c.abspath).name: c.size for c in found}
+    assert {n: sizes.get(n) for n in ("a.sh", "c.sh", "run.sh", "one.sh")} == {
+        "a.sh": 17,
+        "c.sh": 700,
+        "run.sh": 410,
+        "one.sh": 10,
+    }
+    assert all(c.size == Path(c.abspath).stat().st_size for c in found)

@@ -47,6 +47,11 @@ class FindingsCache:
         self.recent: dict[str, list[dict[str, Any]]] = {}
         self._load()
 
+    @property
+    def enabled(self) -> bool:
+        """False for --no-cache: nothing is read or written."""
+        return self.path is not None
+
     def _load(self) -> None:
         if self.path is None:
             return

@@ -50,3 +50,5 @@ class ProjectCheck:
     rule: Rule
     applies: Callable[[SourceFile], bool]
     run: Callable[[Project], Iterable[Finding]]
+    # True when ``run`` judges git work trees only (it gets no files from outside one).
+    needs_git: bool = False

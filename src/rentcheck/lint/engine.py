@@ -223,7 +223,8 @@ class Linter:
         result = LintResult()
         candidates = collect(paths, self.config.root, self.config.excludes)
         store = FindingsCache(self.config.root if cache else None, sorted(self.enabled))
-        self.cache = store
+        # --no-cache: no keys to hash and no entries to keep (or to send back from workers).
+        self.cache = store if store.enabled else None
         repos: dict[str | None, list[SourceFile]] = {}
         for outcome in self._outcomes(candidates, store, fix=fix, diff=diff, jobs=jobs):
             if outcome is None:
@@ -267,7 +268,7 @@ class Linter:
         # Workers are forked: they inherit this Linter (plugin checks need not be picklable).
         # Largest files first: the workers then finish together instead of one of them
         # parsing a big script alone at the end (sizes stand in for cost).
-        order = sorted(range(len(candidates)), key=lambda i: -_size(candidates[i].abspath))
+        order = sorted(range(len(candidates)), key=lambda i: -candidates[i].size)
         return fork_map(
             lambda candidate: self.lint_candidate(candidate, fix=fix, diff=diff),
             candidates,
@@ -302,7 +303,13 @@ class Linter:
         if cache is not None:  # hand new entries back: a forked worker's cache is its own
             outcome.cache_entries = cache.take_recent()
         source.memo.clear()  # parse trees are per run and cannot cross a process boundary
-        if any(check.applies(source) for check in self.project_checks):
+        # The file goes back for the repository checks that will look at it (not to a check
+        # that judges git work trees only, for a file outside one).
+        in_git = candidate.repo is not None
+        if any(
+            check.applies(source) and (in_git or not check.needs_git)
+            for check in self.project_checks
+        ):
             outcome.project_source = source
         return outcome
 
@@ -340,13 +347,6 @@ def _gate_codes() -> list[str]:
     from rentcheck.registry import gate_rules
 
     return [rule.code for rule in gate_rules()]
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
 
 
 def _training_paths(config: Config) -> tuple[str, ...] | None:

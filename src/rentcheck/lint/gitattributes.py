@@ -105,4 +105,4 @@ def _applies(source: SourceFile) -> bool:
     return source.kind is FileKind.SHELL
 
 
-CHECK = ProjectCheck(RULE, _applies, _run)
+CHECK = ProjectCheck(RULE, _applies, _run, needs_git=True)

@@ -57,6 +57,7 @@ class Candidate:
     path: str  # relative to the project root, or absolute when outside it
     abspath: str
     repo: GitRepo | None
+    size: int = 0  # bytes, as the walk's lstat saw them (to hand out big files first)
 
 
 class _Repos:
@@ -96,41 +97,43 @@ def _walk(directory: str, root: str, excludes: Sequence[str]) -> Iterable[str]:
             yield os.path.join(current, name)
 
 
-def _is_regular_file(path: str) -> bool:
-    """Regular and not a symlink: links may point anywhere, including out of the repo."""
+def _regular_size(path: str) -> int | None:
+    """The size of a regular file that is not a symlink (links may point anywhere, including
+    out of the repo); None for anything else."""
     try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
+        st = os.lstat(path)
     except OSError:
-        return False
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
 def _expand(
     raw: str, root: str, excludes: Sequence[str], repos: _Repos, cwd: str
-) -> Iterable[tuple[str, GitRepo | None]]:
-    """The files one command-line path stands for, each with its work tree."""
+) -> Iterable[tuple[str, GitRepo | None, int]]:
+    """The files one command-line path stands for, each with its work tree and size."""
     abspath = os.path.normpath(os.path.join(cwd, raw))  # os.path.abspath, minus a getcwd
     try:
-        mode = os.lstat(abspath).st_mode
+        st = os.lstat(abspath)
     except OSError:
         raise UsageError(
             f"path {raw} does not exist", hint="check the spelling, or run from the repo root"
         ) from None
-    if stat.S_ISREG(mode):  # the common case under pre-commit: one stat, no directory listing
-        yield abspath, repos.find(os.path.dirname(abspath))
+    if stat.S_ISREG(st.st_mode):  # the common case under pre-commit: one stat, no listing
+        yield abspath, repos.find(os.path.dirname(abspath)), st.st_size
         return
     if not os.path.isdir(abspath):
         return  # a symlink or a device named explicitly: never followed
     repo = repos.find(abspath)
     if repo is None:
         for name in _walk(abspath, root, excludes):
-            if _is_regular_file(name):
-                yield name, None
+            if (size := _regular_size(name)) is not None:
+                yield name, None, size
         return
     reldir = os.path.relpath(abspath, repo.root)
     for rel in repo.ls_files("" if reldir == "." else reldir):
         name = os.path.join(repo.root, rel)
-        if _is_regular_file(name):
-            yield name, repo
+        if (size := _regular_size(name)) is not None:
+            yield name, repo, size
 
 
 def collect(paths: Sequence[str], root: str, excludes: Sequence[str]) -> list[Candidate]:
@@ -140,10 +143,10 @@ def collect(paths: Sequence[str], root: str, excludes: Sequence[str]) -> list[Ca
     cwd = os.getcwd()
     excluded = matcher(tuple(excludes))
     for raw in paths or [root]:
-        for name, repo in _expand(raw, root, excludes, repos, cwd):
+        for name, repo, size in _expand(raw, root, excludes, repos, cwd):
             if name in found:
                 continue
             display = _display(name, root)
             if not excluded(display.lstrip("/")):
-                found[name] = Candidate(display, name, repo)
+                found[name] = Candidate(display, name, repo, size)
     return sorted(found.values(), key=lambda c: c.path)
