@@ -88,14 +88,19 @@ def test_a_cold_shell_run_loads_the_parser_without_its_packages_imports(tmp_path
 
 
 def test_the_directly_loaded_binding_is_the_one_tree_sitter_then_uses() -> None:
-    """Loaded first without its package, the compiled module is reused by a later ordinary
-    import: one set of types, so nodes from either path are the same class."""
+    """Loaded first without its package, the compiled module is registered under its own
+    name, so a later ordinary import finds it instead of loading it again."""
     code = (
+        "import sys\n"
         "from rentcheck.lint.shell import grammar\n"
+        "loaded = grammar.binding('tree_sitter')\n"
+        "assert 'tree_sitter' not in sys.modules\n"
+        "assert sys.modules['tree_sitter._binding'] is loaded\n"
+        "assert grammar.binding('tree_sitter') is loaded\n"
         "root = grammar.parser().parse(b'echo hi').root_node\n"
         "import tree_sitter\n"
-        "assert tree_sitter.Node is type(root), (tree_sitter.Node, type(root))\n"
-        "assert tree_sitter.Parser is grammar.binding('tree_sitter').Parser\n"
+        "assert sys.modules['tree_sitter._binding'] is loaded\n"
+        "assert tree_sitter.Node is type(root) and tree_sitter.Parser is loaded.Parser\n"
         "print('OK')\n"
     )
     out = subprocess.run(

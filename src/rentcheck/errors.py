@@ -41,10 +41,6 @@ class RentcheckError(Exception):
     def __str__(self) -> str:
         return f"{self.message} ({self.hint})" if self.hint else self.message
 
-    def __reduce__(self) -> tuple[type[RentcheckError], tuple[str, str]]:
-        # Pickled (from a lint worker process) with its hint, which ``args`` does not hold.
-        return (type(self), (self.message, self.hint))
-
 
 class UsageError(RentcheckError):
     """Bad arguments or paths on the command line."""

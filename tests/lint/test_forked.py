@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rentcheck.errors import UsageError
+from rentcheck.lint import forked
 from rentcheck.lint.forked import WorkerError, fork_map
 
 
@@ -29,6 +30,15 @@ def _children() -> set[int]:
         if int(fields[1]) == os.getpid():
             found.add(int(entry))
     return found
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie waiting for a reaper."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
 
 
 @pytest.fixture
@@ -50,10 +60,10 @@ def test_no_items_forks_nothing() -> None:
     assert fork_map(str.upper, [], 4) == []
 
 
-def test_work_is_spread_over_the_workers() -> None:
+def test_the_work_is_done_in_worker_processes() -> None:
     pids = fork_map(lambda _: os.getpid(), list(range(200)), 2)
     assert os.getpid() not in pids
-    assert len(set(pids)) <= 2
+    assert len(set(pids)) <= 2  # who took what is the next test's subject
 
 
 def test_a_worker_that_finishes_early_takes_the_remaining_tasks(tmp_path: Path) -> None:
@@ -113,16 +123,115 @@ def test_a_worker_killed_by_a_signal_is_an_error_naming_it(no_workers_left: None
 
 
 def test_the_parents_buffered_output_is_written_once(tmp_path: Path) -> None:
+    """A child inherits the parent's unwritten stdout buffer: fork_map flushes it first, or a
+    worker that writes (and so flushes) would print it a second time."""
     code = (
         "import sys\n"
         "from rentcheck.lint.forked import fork_map\n"
+        "def work(x):\n"
+        "    sys.stdout.flush()\n"
+        "    return abs(x)\n"
         "sys.stdout.write('before-')\n"  # buffered: no newline, stdout is a pipe
+        "print(sum(fork_map(work, list(range(-50, 50)), 2)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env=env,
+    ).stdout
+    assert out == "before-2500\n"
+
+
+def test_what_a_worker_prints_is_not_lost(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from rentcheck.lint.forked import fork_map\n"
+        "fork_map(lambda x: print('item', x), [1, 2, 3], 2)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env=env,
+    ).stdout
+    assert sorted(out.splitlines()) == ["item 1", "item 2", "item 3"]
+
+
+def test_an_interrupt_in_a_new_worker_never_runs_the_callers_code() -> None:
+    """A Ctrl-C can reach a worker before it starts serving: it must exit there, not unwind
+    through the caller's handlers as if it were the parent."""
+    code = (
+        "import os\n"
+        "from rentcheck.lint import forked\n"
+        "parent, real_close = os.getpid(), os.close\n"
+        "def close(fd):\n"
+        "    if os.getpid() != parent:\n"
+        "        raise KeyboardInterrupt  # as if SIGINT arrived right after the fork\n"
+        "    real_close(fd)\n"
+        "os.close = close\n"
+        "try:\n"
+        "    forked.fork_map(abs, list(range(100)), 2)\n"
+        "except BaseException as exc:\n"
+        "    print('caught', type(exc).__name__, 'in', 'parent' if os.getpid() == parent "
+        "else 'worker', flush=True)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    ).stdout
+    assert out.splitlines() == ["caught WorkerError in parent"], out
+
+
+def test_ignored_sigchld_still_gives_the_results() -> None:
+    """A parent process that left SIGCHLD ignored (it survives exec): the kernel reaps the
+    workers itself and waitpid finds none."""
+    code = (
+        "import signal\n"
+        "from rentcheck.lint.forked import fork_map\n"
+        "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
         "print(sum(fork_map(abs, list(range(-50, 50)), 2)))\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     ).stdout
-    assert out == "before-2500\n"
+    assert out.strip() == "2500"
+
+
+class PathError(Exception):
+    """Pickles (by its args) but does not unpickle: __init__ wants two arguments."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+
+
+def test_an_exception_that_does_not_unpickle_keeps_its_text(no_workers_left: None) -> None:
+    def work(index: int) -> int:
+        if index == 4:
+            raise PathError("run.sh", "cannot read")
+        return index
+
+    with pytest.raises(WorkerError, match=r"PathError: run.sh: cannot read"):
+        fork_map(work, list(range(10)), 2)
+
+
+def test_a_worker_killed_while_answering_is_named_not_a_pickle_error(
+    monkeypatch: pytest.MonkeyPatch, no_workers_left: None
+) -> None:
+    real_write = forked._write_all
+
+    def half_then_die(fd: int, data: bytes) -> None:  # runs in the worker (inherited)
+        real_write(fd, data[: len(data) // 2])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(forked, "_write_all", half_then_die)
+    with pytest.raises(WorkerError, match="killed by SIGKILL"):
+        fork_map(lambda i: "x" * 1000, list(range(100)), 2)
 
 
 def test_fork_map_loads_no_multiprocessing(tmp_path: Path) -> None:
@@ -158,3 +267,34 @@ def test_a_refused_fork_leaves_the_work_to_those_there_are(
     pids = fork_map(lambda _: os.getpid(), list(range(300)), 3)
     assert len(started) == forks_allowed
     assert set(pids) == (set(started) if started else {os.getpid()})
+
+
+def test_workers_stop_when_their_parent_is_gone(tmp_path: Path) -> None:
+    """A parent killed outright (SIGKILL, the OOM killer) cannot stop its workers; they see
+    it is gone at their next task instead of working through all the others."""
+    log = tmp_path / "done"
+    code = (
+        "import os, time\n"
+        "from rentcheck.lint.forked import fork_map\n"
+        "def work(i):\n"
+        f"    with open({str(log)!r}, 'a') as f:\n"
+        "        f.write(f'{os.getpid()}\\n')\n"
+        "    time.sleep(0.05)\n"
+        "fork_map(work, list(range(400)), 2)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 60
+        while (not log.exists() or len(set(log.read_text().split())) < 2) and (
+            time.monotonic() < deadline
+        ):
+            time.sleep(0.01)  # until both workers have started
+    finally:
+        parent.kill()
+        parent.wait()
+    workers = {int(pid) for pid in log.read_text().split()}
+    deadline = time.monotonic() + 60  # a safety net, not a timing assertion
+    while any(map(_running, workers)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_running, workers))
+    assert len(log.read_text().split()) < 400  # they did not work through every task

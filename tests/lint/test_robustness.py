@@ -103,9 +103,11 @@ def test_a_broken_tree_sitter_install_is_one_clear_error(tmp_path: Path, broken:
 
     fake = tmp_path / "site" / "tree_sitter_bash"
     fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError('libtree-sitter-bash.so: cannot open')\n")
-    if broken == "compiled module":
+    if broken == "compiled module":  # the package imports fine; its compiled half does not
+        (fake / "__init__.py").write_text("")
         (fake / f"_binding{EXTENSION_SUFFIXES[-1]}").write_bytes(b"\x7fELF truncated")
+    else:
+        (fake / "__init__.py").write_text("raise ImportError('libtree-sitter-bash.so: gone')\n")
     (tmp_path / "run.sh").write_text("#!/bin/sh\necho hi\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), *sys.path])}
     proc = subprocess.run(
@@ -121,3 +123,4 @@ def test_a_broken_tree_sitter_install_is_one_clear_error(tmp_path: Path, broken:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "tree-sitter-bash is installed but does not load" in lines[0]
     assert "pip install --force-reinstall" in lines[0] and "Traceback" not in proc.stderr
+    assert ("_binding" if broken == "compiled module" else "gone") in lines[0]

@@ -9,11 +9,13 @@ sixth of a cold lint run over a few hundred scripts. This needs ``os`` and ``pic
   next task, largest first, and the workers finish together. (Linux reads a whole 4-byte
   record under the pipe's lock; the numbers fill one page at most, which fits any pipe.)
 - A worker inherits the function and the items (nothing is pickled on the way out), sends its
-  results back as one pickle on a pipe of its own, and leaves with ``os._exit``: none of the
-  parent's exit handlers run and none of its buffers are flushed twice.
-- An exception in a worker is raised again in the parent; a worker that dies without an
-  answer (killed, crashed) is an error that names the signal. When a process limit refuses
-  a fork, the workers already started do all the tasks (or the parent, if none started).
+  results back as one pickle on a pipe of its own and leaves with ``os._exit``: whatever
+  happens in it, even an interrupt, it never returns into the caller's code, and none of the
+  parent's exit handlers run in it. A worker whose parent is gone stops at its next task.
+- An exception in a worker is raised again in the parent, with the worker's traceback as its
+  cause; a worker that dies or answers with something unreadable is a ``WorkerError`` that
+  says how it ended. When a process limit refuses a fork, the workers already started do all
+  the tasks (or the parent, if none started).
 
 The pickles are our own results from our own children: no untrusted data is unpickled.
 """
@@ -27,7 +29,7 @@ import sys
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import NoReturn, TypeVar
+    from typing import Any, NoReturn, TypeVar
 
     T = TypeVar("T")
     R = TypeVar("R")
@@ -36,10 +38,11 @@ __all__ = ["WorkerError", "fork_map"]
 
 _RECORD = 4  # bytes per task number
 _MAX_TASKS = 4096 // _RECORD  # one page: what the smallest pipe holds without blocking
+_FAILED = 1  # a worker's exit status when it sends back an exception
 
 
 class WorkerError(RuntimeError):
-    """A worker process ended without sending its results."""
+    """A worker process ended without a readable answer."""
 
 
 class _RemoteTraceback(Exception):
@@ -60,6 +63,8 @@ def fork_map(
     ``order`` is the order in which to hand out the items (e.g. largest first); the results
     are always in the order of ``items``.
     """
+    import pickle  # noqa: F401 - imported once here, before the fork, not in every worker
+
     count = len(items)
     if count == 0:
         return []
@@ -69,11 +74,13 @@ def fork_map(
     task_read, task_write = os.pipe()
     try:
         os.write(task_write, b"".join(n.to_bytes(_RECORD, "little") for n in range(len(tasks))))
+    except BaseException:
+        os.close(task_read)
+        raise
     finally:
         os.close(task_write)  # workers see the end of the tasks once they are all taken
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()  # else each child would hold, and might write, a copy of the buffer
-    children: list[tuple[int, int]] = []  # (pid, read end of its result pipe)
+    _flush_std_streams()  # else each child would hold, and might write, a copy of the buffers
+    children: list[tuple[int, int]] = []  # (pid, read end of its result pipe), not yet reaped
     try:
         try:
             for _ in range(max(1, min(workers, len(tasks)))):
@@ -86,7 +93,8 @@ def fork_map(
         return _gather(children, count)
     finally:
         for pid, fd in children:  # only left when the parent is interrupted or fails
-            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.close(fd)
             _stop(pid)
 
 
@@ -99,41 +107,58 @@ def _start(
 ) -> bool:
     """Fork one worker and add it to ``children``; False when the system refuses the fork."""
     result_read, result_write = os.pipe()
+    parent = os.getpid()
     try:
         pid = os.fork()
     except OSError:
         os.close(result_read)
         os.close(result_write)
         return False
-    if pid == 0:  # the worker
-        os.close(result_read)
-        for _pid, inherited in children:
-            os.close(inherited)
-        _serve(function, items, tasks, task_fd, result_write)
-    os.close(result_write)
+    if pid == 0:  # the worker: from here on, only os._exit leaves
+        try:
+            os.close(result_read)
+            for _pid, inherited in children:
+                os.close(inherited)
+            _serve(function, items, tasks, task_fd, result_write, parent=parent)
+        finally:
+            os._exit(_FAILED)
     children.append((pid, result_read))
+    os.close(result_write)
     return True
 
 
 def _gather(children: list[tuple[int, int]], count: int) -> list[R]:
     """Each worker's answer, in turn; ``children`` keeps those not yet reaped."""
-    import pickle
-
     results: list[R | None] = [None] * count
     while children:
         pid, fd = children[0]
         payload = _read_all(fd)
-        os.close(fd)
-        status = os.waitpid(pid, 0)[1]
         children.pop(0)
-        if not payload:
-            raise WorkerError(f"a lint worker process {_ended(status)} before it answered")
-        ok, value, remote = pickle.loads(payload)  # noqa: S301 - our own child's answer
-        if not ok:
-            raise value from _RemoteTraceback(remote)  # the others are stopped by fork_map
+        os.close(fd)
+        try:
+            status: int | None = os.waitpid(pid, 0)[1]
+        except ChildProcessError:  # SIGCHLD ignored: the kernel reaped it, status unknown
+            status = None
+        ok, value, remote = _answer(payload, status)
+        if not ok:  # the others are stopped by fork_map
+            raise value from _RemoteTraceback(remote)
         for index, result in value:
             results[index] = result
     return results  # type: ignore[return-value]  # every index was filled
+
+
+def _answer(payload: bytes, status: int | None) -> tuple[bool, Any, str]:
+    """What a worker sent: (True, results, "") or (False, exception, its traceback)."""
+    import pickle
+
+    clean = status is None or (os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, _FAILED))
+    if not clean or not payload:
+        raise WorkerError(f"a worker process {_ended(status)} before it answered")
+    try:
+        ok, value, remote = pickle.loads(payload)  # noqa: S301 - our own child's answer
+    except Exception as exc:
+        raise WorkerError(f"a worker process {_ended(status)} with an unreadable answer") from exc
+    return bool(ok), value, str(remote)
 
 
 def _serve(
@@ -142,6 +167,8 @@ def _serve(
     tasks: list[list[int]],
     task_fd: int,
     result_fd: int,
+    *,
+    parent: int,
 ) -> NoReturn:
     """The worker's whole life: take tasks until there are none, answer, exit."""
     import pickle
@@ -151,12 +178,15 @@ def _serve(
         try:
             done = []
             while (task := _next_task(task_fd)) is not None:
+                if os.getppid() != parent:
+                    break  # the parent is gone: nobody will read the answer
                 for index in tasks[task]:
                     done.append((index, function(items[index])))
             payload = pickle.dumps((True, done, ""), protocol=pickle.HIGHEST_PROTOCOL)
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
-            code = 1
+            code = _FAILED
             payload = _pickled_failure(exc)
+        _flush_std_streams()  # what the function printed, before os._exit drops it
         _write_all(result_fd, payload)
     finally:
         os._exit(code)
@@ -173,16 +203,26 @@ def _next_task(fd: int) -> int | None:
 
 
 def _pickled_failure(exc: BaseException) -> bytes:
-    """The exception and its traceback's text (a pickled exception loses its traceback)."""
+    """The exception and its traceback's text (a pickled exception loses its traceback).
+    An exception that does not survive pickling (a local class; an ``__init__`` whose
+    arguments are not its ``args``) is sent as a WorkerError with its text instead."""
     import pickle
     import traceback
 
     remote = "".join(traceback.format_exception(exc))
     try:
-        return pickle.dumps((False, exc, remote), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - an exception that does not pickle: keep its text
-        stand_in = WorkerError(f"a lint worker failed: {type(exc).__name__}: {exc}")
-        return pickle.dumps((False, stand_in, remote), protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps((False, exc, remote), protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.loads(payload)  # noqa: S301 - our own bytes; the parent will do the same
+    except Exception:  # noqa: BLE001 - keep the text of whatever it was
+        stand_in = WorkerError(f"a worker process failed: {type(exc).__name__}: {exc}")
+        payload = pickle.dumps((False, stand_in, remote), protocol=pickle.HIGHEST_PROTOCOL)
+    return payload
+
+
+def _flush_std_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, ValueError, OSError):  # None, closed, broken
+            stream.flush()
 
 
 def _read_all(fd: int) -> bytes:
@@ -198,7 +238,9 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _ended(status: int) -> str:
+def _ended(status: int | None) -> str:
+    if status is None:
+        return "ended"
     if os.WIFSIGNALED(status):
         import signal
 

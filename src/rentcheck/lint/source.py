@@ -134,10 +134,8 @@ class SourceFile:
     def __reduce__(self) -> tuple[type[SourceFile], tuple[str, str, bytes, int, FileKind, bool]]:
         # What a worker process sends back: the fields, not the decoded text or the memo
         # (pickling the text doubled what crossed the pipe).
-        return (
-            SourceFile,
-            (self.path, self.abspath, self.data, self.mode, self.kind, self.truncated),
-        )
+        fields = (self.path, self.abspath, self.data, self.mode, self.kind, self.truncated)
+        return (type(self), fields)
 
     @_once
     def is_binary(self) -> bool:

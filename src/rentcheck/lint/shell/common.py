@@ -56,8 +56,9 @@ def _script_of() -> Callable[[SourceFile], ShellScript]:
 
     try:
         load_parser()
-    except (ImportError, OSError, ValueError) as exc:
-        # find_spec saw the packages, but they do not load (a broken or mismatched install).
+    except (ImportError, OSError, ValueError, AttributeError) as exc:
+        # find_spec saw the packages, but they do not load, or lack what the rules use (a
+        # broken install, or a tree-sitter older than 0.25).
         raise UsageError(
             f"tree-sitter-bash is installed but does not load ({type(exc).__name__}: {exc})",
             hint="reinstall it: pip install --force-reinstall 'rentcheck[lint-shell]'",

@@ -549,8 +549,8 @@ def _script_arguments(command: Command) -> list[Node]:
 def load_parser() -> None:
     """Load tree-sitter and the bash grammar, and compile the index query, now: a broken or
     mismatched install fails here, once, rather than inside a rule."""
-    grammar.parser()
-    grammar.query(INDEX_QUERY)
+    root = grammar.parser().parse(b"true &\n").root_node
+    grammar.captures(grammar.query(INDEX_QUERY), root)  # QueryCursor: tree-sitter >= 0.25
     _name_field()
 
 
