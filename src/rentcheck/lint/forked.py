@@ -120,6 +120,9 @@ def _start(
             for _pid, inherited in children:
                 os.close(inherited)
             _serve(function, items, tasks, task_fd, result_write, parent=parent)
+        except BaseException as exc:  # noqa: BLE001 - before serving: still tell the parent
+            with contextlib.suppress(BaseException):
+                _write_all(result_write, _pickled_failure(exc))
         finally:
             os._exit(_FAILED)
     children.append((pid, result_read))
