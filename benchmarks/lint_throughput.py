@@ -114,14 +114,25 @@ def _run(argv: Sequence[str]) -> None:
 def best_of(repeat: int, argv: Sequence[str]) -> float:
     """Best wall time of ``repeat`` runs after a warm-up; the best CPU time goes to CPU, a
     figure that other jobs on a shared machine disturb much less than wall time."""
-    _run(argv)
-    best = best_cpu = float("inf")
-    for _ in range(repeat):
-        start, cpu = time.perf_counter(), _cpu()
+    return best_of_each(repeat, argv)[0]
+
+
+def best_of_each(repeat: int, *argvs: Sequence[str]) -> list[float]:
+    """Best wall time of each command over ``repeat`` rounds that run them in turn, so that
+    a machine that speeds up or slows down meanwhile (a shared host) affects all of them
+    alike and their ratios stay fair. One warm-up round first."""
+    for argv in argvs:
         _run(argv)
-        best = min(best, time.perf_counter() - start)
-        best_cpu = min(best_cpu, _cpu() - cpu)
-    CPU[os.path.basename(argv[0])] = best_cpu
+    best = [float("inf")] * len(argvs)
+    best_cpu = [float("inf")] * len(argvs)
+    for _ in range(repeat):
+        for i, argv in enumerate(argvs):
+            start, cpu = time.perf_counter(), _cpu()
+            _run(argv)
+            best[i] = min(best[i], time.perf_counter() - start)
+            best_cpu[i] = min(best_cpu[i], _cpu() - cpu)
+    for argv, cpu_time in zip(argvs, best_cpu, strict=True):
+        CPU[os.path.basename(argv[0])] = cpu_time
     return best
 
 
@@ -146,9 +157,7 @@ def compare(label: str, files: list[str], repeat: int, cwd: str) -> float:
     mixed = [tool("mixed-line-ending"), "--fix=no", *files]
     shebangs = [tool("check-executables-have-shebangs"), *files]
     os.chdir(cwd)
-    t_rc = best_of(repeat, rentcheck)
-    t_mixed = best_of(repeat, mixed)
-    t_shebang = best_of(repeat, shebangs)
+    t_rc, t_mixed, t_shebang = best_of_each(repeat, rentcheck, mixed, shebangs)
     hooks = t_mixed + t_shebang
     proc = subprocess.run(rentcheck, capture_output=True, text=True, env=ENV, check=False)
     summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr.strip()
@@ -176,9 +185,8 @@ def compare_shellcheck(label: str, files: list[str], repeat: int, cwd: str) -> N
     cold_all = [*base, "--preview", "--select", "RC1", "--no-cache", *files]
     byte_only = [*base, "--no-cache", "--select", "RC101,RC102,RC103", *files]
     warm_all = [*base, "--preview", "--select", "RC1", *files]
-    t_all = best_of(repeat, cold_all)
-    t_bytes = best_of(repeat, byte_only)
-    t_warm = best_of(repeat, warm_all)  # the warm-up run fills the cache
+    # Taken in turn: their ratio is the figure, and a shared host's speed drifts.
+    t_all, t_bytes, t_warm = best_of_each(repeat, cold_all, byte_only, warm_all)
     shellcheck = shutil.which("shellcheck") or tool("shellcheck")
     t_sc = best_of(1, [shellcheck, "--format=gcc", *files])
     print(f"\n[{label}: rentcheck all rules vs shellcheck] {len(files)} files")
