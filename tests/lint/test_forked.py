@@ -41,6 +41,22 @@ def _running(pid: int) -> bool:
         return False
 
 
+def _python(code: str, *, check: bool = True, buffered: bool = False) -> str:
+    """The stdout of ``python -c code``; ``buffered``: without PYTHONUNBUFFERED, as users
+    run it (this shell may set it)."""
+    env = dict(os.environ)
+    if buffered:
+        env.pop("PYTHONUNBUFFERED", None)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=60,
+        env=env,
+    ).stdout
+
+
 @pytest.fixture
 def no_workers_left():
     """Every worker was reaped: the children after the test are those from before it."""
@@ -134,15 +150,7 @@ def test_the_parents_buffered_output_is_written_once(tmp_path: Path) -> None:
         "sys.stdout.write('before-')\n"  # buffered: no newline, stdout is a pipe
         "print(sum(fork_map(work, list(range(-50, 50)), 2)))\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-        env=env,
-    ).stdout
+    out = _python(code, buffered=True)
     assert out == "before-2500\n"
 
 
@@ -152,15 +160,7 @@ def test_what_a_worker_prints_is_not_lost(tmp_path: Path) -> None:
         "from rentcheck.lint.forked import fork_map\n"
         "fork_map(lambda x: print('item', x), [1, 2, 3], 2)\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-        env=env,
-    ).stdout
+    out = _python(code, buffered=True)
     assert sorted(out.splitlines()) == ["item 1", "item 2", "item 3"]
 
 
@@ -182,9 +182,7 @@ def test_an_interrupt_in_a_new_worker_never_runs_the_callers_code() -> None:
         "    print('caught', type(exc).__name__, 'in', 'parent' if os.getpid() == parent "
         "else 'worker', flush=True)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-    ).stdout
+    out = _python(code, check=False)
     assert out.splitlines() == ["caught KeyboardInterrupt in parent"], out
 
 
@@ -197,9 +195,7 @@ def test_ignored_sigchld_still_gives_the_results() -> None:
         "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
         "print(sum(fork_map(abs, list(range(-50, 50)), 2)))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    ).stdout
+    out = _python(code)
     assert out.strip() == "2500"
 
 
@@ -241,9 +237,7 @@ def test_fork_map_loads_no_multiprocessing(tmp_path: Path) -> None:
         "fork_map(abs, [1, -2], 2)\n"
         "print(sorted(m for m in sys.modules if m.startswith(('multiprocessing', 'threading'))))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
+    out = _python(code)
     assert out.strip() == "[]"
 
 
