@@ -292,3 +292,26 @@ def test_workers_stop_when_their_parent_is_gone(tmp_path: Path) -> None:
         time.sleep(0.05)
     assert not any(map(_running, workers))
     assert len(log.read_text().split()) < 400  # they did not work through every task
+
+
+def test_a_failing_worker_is_reported_at_once_and_the_others_stopped(
+    tmp_path: Path, no_workers_left: None
+) -> None:
+    """Workers still busy when another one fails are stopped, not waited for: items 0 and 1
+    would work for a minute; item 2 fails at once. (Answers are read as they come, so it does
+    not matter which worker was forked first.)"""
+    finished = tmp_path / "finished"
+
+    def work(index: int) -> int:
+        if index == 2:
+            raise ValueError("item 2 is broken")
+        if index < 2:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+            finished.touch()  # only if nobody stopped this worker
+        return index
+
+    with pytest.raises(ValueError, match="item 2 is broken"):
+        fork_map(work, [0, 1, 2, 3], 3)
+    assert not finished.exists()  # the busy workers were killed (and reaped) by then

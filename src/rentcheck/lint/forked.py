@@ -12,10 +12,11 @@ sixth of a cold lint run over a few hundred scripts. This needs ``os`` and ``pic
   results back as one pickle on a pipe of its own and leaves with ``os._exit``: whatever
   happens in it, even an interrupt, it never returns into the caller's code, and none of the
   parent's exit handlers run in it. A worker whose parent is gone stops at its next task.
-- An exception in a worker is raised again in the parent, with the worker's traceback as its
-  cause; a worker that dies or answers with something unreadable is a ``WorkerError`` that
-  says how it ended. When a process limit refuses a fork, the workers already started do all
-  the tasks (or the parent, if none started).
+- Answers are read as they arrive. An exception in a worker is raised again in the parent at
+  once, with the worker's traceback as its cause, and the other workers are stopped; a worker
+  that dies or answers with something unreadable is a ``WorkerError`` that says how it ended.
+- When a process limit refuses a fork, the workers already started do all the tasks (or the
+  parent, if none started).
 
 The pickles are our own results from our own children: no untrusted data is unpickled.
 """
@@ -131,22 +132,35 @@ def _start(
 
 
 def _gather(children: list[tuple[int, int]], count: int) -> list[R]:
-    """Each worker's answer, in turn; ``children`` keeps those not yet reaped."""
+    """The workers' answers, read as they come (``poll``): a worker that fails is reported
+    at once, and fork_map stops the others, rather than after the ones before it finish.
+    ``children`` keeps the workers not yet reaped."""
+    import select
+
     results: list[R | None] = [None] * count
-    while children:
-        pid, fd = children[0]
-        payload = _read_all(fd)
-        children.pop(0)
-        os.close(fd)
-        try:
-            status: int | None = os.waitpid(pid, 0)[1]
-        except ChildProcessError:  # SIGCHLD ignored: the kernel reaped it, status unknown
-            status = None
-        ok, value, remote = _answer(payload, status)
-        if not ok:  # the others are stopped by fork_map
-            raise value from _RemoteTraceback(remote)
-        for index, result in value:
-            results[index] = result
+    received: dict[int, list[bytes]] = {fd: [] for _pid, fd in children}
+    poller = select.poll()
+    for fd in received:
+        poller.register(fd, select.POLLIN)  # POLLHUP comes unasked: the end of an answer
+    while received:
+        for fd, _event in poller.poll():
+            chunk = os.read(fd, 1 << 20)
+            if chunk:
+                received[fd].append(chunk)
+                continue
+            poller.unregister(fd)
+            pid = next(p for p, f in children if f == fd)
+            children.remove((pid, fd))
+            os.close(fd)
+            try:
+                status: int | None = os.waitpid(pid, 0)[1]
+            except ChildProcessError:  # SIGCHLD ignored: the kernel reaped it, status unknown
+                status = None
+            ok, value, remote = _answer(b"".join(received.pop(fd)), status)
+            if not ok:  # the others are stopped by fork_map
+                raise value from _RemoteTraceback(remote)
+            for index, result in value:
+                results[index] = result
     return results  # type: ignore[return-value]  # every index was filled
 
 
@@ -226,13 +240,6 @@ def _flush_std_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError, OSError):  # None, closed, broken
             stream.flush()
-
-
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _write_all(fd: int, data: bytes) -> None:
