@@ -72,3 +72,19 @@ def test_try_repo_runs_the_shell_hook(tmp_path: Path) -> None:
         "try-repo", str(REPO_ROOT), "rentcheck-shell", "--all-files", cwd=repo, home=home
     )
     assert passing.returncode == 0, passing.stdout + passing.stderr
+
+
+def test_hook_dependencies_are_the_extras_they_stand_for() -> None:
+    """A hook installs its extra's requirements itself (pre-commit does not read extras):
+    they must not drift apart, e.g. a tree-sitter older than the rules need."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the backport rentcheck depends on there
+        import tomli as tomllib
+
+    extras = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    hooks = {h["id"]: h for h in yaml.safe_load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert hooks["rentcheck-shell"]["additional_dependencies"] == extras["lint-shell"]
+    assert hooks["rentcheck-python"]["additional_dependencies"] == extras["lint-python"]
