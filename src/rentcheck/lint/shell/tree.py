@@ -7,6 +7,7 @@ imported on first use: a CRLF-only pre-commit run never loads it.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterator
 from functools import lru_cache
 from itertools import chain
@@ -93,14 +94,6 @@ def _name_field() -> int:
 
 
 _NOT_ARGUMENTS = frozenset({"file_redirect", "herestring_redirect", "heredoc_redirect", "comment"})
-
-
-def _command_name(node: Node, name_field: int) -> str:
-    # The `name` field: one child fetched in C, where `node.children` makes them all.
-    name_node = node.child_by_field_id(name_field)
-    if name_node is None:
-        return ""
-    return _name_value(text(name_node), name_node)
 
 
 def _is_quoted(written: str) -> bool:
@@ -483,7 +476,16 @@ class ShellScript:
         ]
 
     def _command(self, node: Node) -> Command:
-        return Command(node, _command_name(node, _name_field()), self)
+        """The Command of a command node met on a walk of this script's tree: the index's
+        own (found by start byte), with the name it already read."""
+        index = self._command_index()
+        nodes = index.nodes
+        position = bisect_left(nodes, node.start_byte, key=_START_BYTE)
+        while position < len(nodes) and nodes[position].start_byte == node.start_byte:
+            if nodes[position] == node:
+                return self._command_at(position)
+            position += 1
+        raise ValueError(f"not a command of this script: {node!r}")
 
     def nested(self) -> list[ShellScript]:
         """Scripts carried as a single string argument: ssh, bash/sh -c, tmux, screen, su -c."""
