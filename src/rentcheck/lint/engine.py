@@ -118,16 +118,17 @@ class Linter:
     # -- one file -------------------------------------------------------------------------
     def in_scope(self, rule: Rule, source: SourceFile) -> bool:
         """Python rules look only at the training code, when the config names it."""
-        if rule.family != "python" or self.training_paths is None:
-            return True
-        return matches_any(source.path, self.training_paths)
+        return rule.family != "python" or self._is_training(source.path)
+
+    def _is_training(self, path: str) -> bool:
+        return self._in_training is None or self._in_training(path)
 
     def plan(self, source: SourceFile) -> _Plan:
         """The checks that apply to ``source``; one call per group of checks, and the plan
         itself is shared by every file that answers the same way."""
         groups = self._by_kind[source.kind]
         answers = tuple([applies(source) for applies, _ in groups])
-        training = self._in_training is None or self._in_training(source.path)
+        training = self._is_training(source.path)
         key = (source.kind, answers, training)
         plan = self._plans.get(key)
         if plan is None:
