@@ -315,3 +315,26 @@ def test_a_failing_worker_is_reported_at_once_and_the_others_stopped(
     with pytest.raises(ValueError, match="item 2 is broken"):
         fork_map(work, [0, 1, 2, 3], 3)
     assert not finished.exists()  # the busy workers were killed (and reaped) by then
+
+
+def test_a_ctrl_c_right_after_a_fork_still_stops_and_reaps_that_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SIGINT landing in the parent between fork() returning and the worker being recorded:
+    the interrupt is raised, and that worker is stopped and reaped like the others."""
+    real_fork, started = os.fork, []
+
+    def fork_then_ctrl_c() -> int:
+        pid = real_fork()
+        if pid:
+            started.append(pid)
+            os.kill(os.getpid(), signal.SIGINT)  # Python raises it at its next chance
+        return pid
+
+    monkeypatch.setattr(os, "fork", fork_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        fork_map(lambda i: time.sleep(0.01) or i, list(range(1000)), 2)
+    assert started
+    for pid in started:
+        with pytest.raises(ChildProcessError):  # already reaped by fork_map
+            os.waitpid(pid, os.WNOHANG)

@@ -107,27 +107,36 @@ def _start(
     children: list[tuple[int, int]],
 ) -> bool:
     """Fork one worker and add it to ``children``; False when the system refuses the fork."""
+    import signal
+
     result_read, result_write = os.pipe()
     parent = os.getpid()
+    # Signals wait until the worker is in ``children``: a Ctrl-C between fork() returning and
+    # that would leave a worker that nobody stops or reaps. (A pending one is raised after.)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     try:
-        pid = os.fork()
-    except OSError:
-        os.close(result_read)
-        os.close(result_write)
-        return False
-    if pid == 0:  # the worker: from here on, only os._exit leaves
         try:
+            pid = os.fork()
+        except OSError:
             os.close(result_read)
-            for _pid, inherited in children:
-                os.close(inherited)
-            _serve(function, items, tasks, task_fd, result_write, parent=parent)
-        except BaseException as exc:  # noqa: BLE001 - before serving: still tell the parent
-            with contextlib.suppress(BaseException):
-                _write_all(result_write, _pickled_failure(exc))
-        finally:
-            os._exit(_FAILED)
-    children.append((pid, result_read))
-    os.close(result_write)
+            os.close(result_write)
+            return False
+        if pid == 0:  # the worker: from here on, only os._exit leaves
+            try:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                os.close(result_read)
+                for _pid, inherited in children:
+                    os.close(inherited)
+                _serve(function, items, tasks, task_fd, result_write, parent=parent)
+            except BaseException as exc:  # noqa: BLE001 - before serving: still tell the parent
+                with contextlib.suppress(BaseException):
+                    _write_all(result_write, _pickled_failure(exc))
+            finally:
+                os._exit(_FAILED)
+        children.append((pid, result_read))
+        os.close(result_write)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     return True
 
 
