@@ -111,8 +111,9 @@ def _start(
 
     result_read, result_write = os.pipe()
     parent = os.getpid()
-    # Signals wait until the worker is in ``children``: a Ctrl-C between fork() returning and
-    # that would leave a worker that nobody stops or reaps. (A pending one is raised after.)
+    # Signals to this thread wait until the worker is in ``children``: a Ctrl-C between fork()
+    # returning and that would leave a worker that nobody stops or reaps. A pending one is
+    # raised after. (The CLI has no other thread that could take a signal meanwhile.)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     try:
         try:
