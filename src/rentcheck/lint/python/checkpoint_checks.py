@@ -9,13 +9,14 @@ from rentcheck.lint.python.checkpoint_rules import LOAD_RULE, NONATOMIC_RULE, RE
 from rentcheck.lint.python.syntax import (
     call_name,
     enclosing_scopes,
+    finding_at,
     has_main_guard,
     keyword,
     module_of,
     walk_calls,
 )
 from rentcheck.lint.source import SourceFile
-from rentcheck.model import Finding, Rule
+from rentcheck.model import Finding
 
 __all__ = ["load", "no_resume", "nonatomic"]
 
@@ -44,19 +45,6 @@ def _target(call: ast.Call) -> ast.expr | None:
     return keyword(call, "f") or keyword(call, "filename")
 
 
-def _finding(rule: Rule, source: SourceFile, node: ast.expr, message: str) -> Finding:
-    return Finding(
-        code=rule.code,
-        severity=rule.default_severity,
-        message=message,
-        path=source.path,
-        line=node.lineno,
-        col=node.col_offset + 1,
-        end_line=node.end_lineno,
-        end_col=(node.end_col_offset or 0) + 1,
-    )
-
-
 def nonatomic(source: SourceFile) -> Iterator[Finding]:
     module = module_of(source)
     if module is None:
@@ -70,7 +58,7 @@ def nonatomic(source: SourceFile) -> Iterator[Finding]:
         scope = next(enclosing_scopes(call), module)
         if any(call_name(c).endswith(ATOMIC_MOVES) for c in walk_calls(scope)):
             continue
-        yield _finding(
+        yield finding_at(
             NONATOMIC_RULE,
             source,
             call,
@@ -92,7 +80,7 @@ def load(source: SourceFile) -> Iterator[Finding]:
         if isinstance(value, ast.Constant) and value.value is True:
             continue
         said = "weights_only=False" if isinstance(value, ast.Constant) else "no weights_only=True"
-        yield _finding(
+        yield finding_at(
             LOAD_RULE,
             source,
             call,
@@ -109,7 +97,7 @@ def no_resume(source: SourceFile) -> Iterator[Finding]:
     saves = [c for c in calls if _is_saver(c) or call_name(c).endswith("save_checkpoint")]
     loads = [c for c in calls if call_name(c).endswith(LOADERS) or "resume" in call_name(c)]
     if saves and not loads:
-        yield _finding(
+        yield finding_at(
             RESUME_RULE,
             source,
             saves[0],

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from rentcheck.lint.python.device_rules import CUDA_RULE, MAIN_GUARD_RULE
 from rentcheck.lint.python.syntax import (
     call_name,
+    finding_at,
     has_main_guard,
     keyword,
     module_of,
@@ -52,16 +53,13 @@ def main_guard(source: SourceFile) -> Iterator[Finding]:
         what = _starts_workers(call)
         if what is None:
             continue
-        yield Finding(
-            code=MAIN_GUARD_RULE.code,
-            severity=MAIN_GUARD_RULE.default_severity,
-            message=(
-                f'`{what}` at module level in a file with no `if __name__ == "__main__":` '
-                "guard: spawned workers re-run this file; move it into main()"
-            ),
-            path=source.path,
-            line=call.lineno,
-            col=call.col_offset + 1,
+        yield finding_at(
+            MAIN_GUARD_RULE,
+            source,
+            call,
+            f'`{what}` at module level in a file with no `if __name__ == "__main__":` '
+            "guard: spawned workers re-run this file; move it into main()",
+            span=False,
         )
 
 
@@ -103,14 +101,11 @@ def cuda(source: SourceFile) -> Iterator[Finding]:
             hard = f"device={ast.unparse(keyword(call, 'device'))}"  # type: ignore[arg-type]
         if hard is None:
             continue
-        yield Finding(
-            code=CUDA_RULE.code,
-            severity=CUDA_RULE.default_severity,
-            message=(
-                f"hard-coded `{hard}` with no `torch.cuda.is_available()` check or device "
-                "option: the CPU smoke test cannot run this; pick the device once and pass it"
-            ),
-            path=source.path,
-            line=call.lineno,
-            col=call.col_offset + 1,
+        yield finding_at(
+            CUDA_RULE,
+            source,
+            call,
+            f"hard-coded `{hard}` with no `torch.cuda.is_available()` check or device "
+            "option: the CPU smoke test cannot run this; pick the device once and pass it",
+            span=False,
         )

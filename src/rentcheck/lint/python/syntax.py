@@ -7,10 +7,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from rentcheck.lint.source import SourceFile
+from rentcheck.model import Finding, Rule
 
 __all__ = [
     "call_name",
     "enclosing_scopes",
+    "finding_at",
     "has_main_guard",
     "keyword",
     "module_of",
@@ -87,3 +89,19 @@ def has_main_guard(module: ast.Module) -> bool:
         ):
             return True
     return False
+
+
+def finding_at(
+    rule: Rule, source: SourceFile, node: ast.expr, message: str, *, span: bool = True
+) -> Finding:
+    """A finding of ``rule`` at ``node``; ``span``: with where the node ends, too."""
+    return Finding(
+        code=rule.code,
+        severity=rule.default_severity,
+        message=message,
+        path=source.path,
+        line=node.lineno,
+        col=node.col_offset + 1,
+        end_line=node.end_lineno if span else None,
+        end_col=(node.end_col_offset or 0) + 1 if span else None,
+    )
