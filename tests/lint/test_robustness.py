@@ -97,7 +97,6 @@ def test_real_system_scripts_get_a_verdict(tmp_path: Path) -> None:
 def test_a_broken_tree_sitter_install_is_one_clear_error(tmp_path: Path, broken: str) -> None:
     """find_spec sees the grammar package but loading it fails: exit 2, one line, the fix.
     Either the package's import fails, or its compiled module (loaded directly) is damaged."""
-    import subprocess
     import sys
     from importlib.machinery import EXTENSION_SUFFIXES
 
@@ -109,15 +108,9 @@ def test_a_broken_tree_sitter_install_is_one_clear_error(tmp_path: Path, broken:
     else:
         (fake / "__init__.py").write_text("raise ImportError('libtree-sitter-bash.so: gone')\n")
     (tmp_path / "run.sh").write_text("#!/bin/sh\necho hi\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), *sys.path])}
-    proc = subprocess.run(
-        [sys.executable, "-m", "rentcheck", "check", "--isolated", "--no-cache", "run.sh"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    site = os.pathsep.join([str(tmp_path / "site"), *sys.path])
+    proc = run_subprocess(
+        "check", "--isolated", "--no-cache", "run.sh", cwd=tmp_path, env={"PYTHONPATH": site}
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
