@@ -78,7 +78,10 @@ STABLE_SHELL = {c for c in SHELL if all_rules(with_plugins=False)[c].status.valu
             {"select": ("RC10",), "ignore": ("RC102",)},
             {c for c in STABLE_SHELL if c < "RC110"} - {"RC102"},
         ),
-        ({"select": ("RC101",), "extend_select": ("RC9",)}, {"RC101", "RC900", "RC901"}),
+        (
+            {"select": ("RC101",), "extend_select": ("RC9",)},
+            {"RC101", "RC900", "RC901", "RC910", "RC911", "RC912", "RC913"},
+        ),
         ({"select": ("RC1",), "ignore": ("RC1",)}, set()),
         ({"select": ("RC1",), "preview": True}, SHELL),
     ],

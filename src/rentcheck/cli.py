@@ -73,43 +73,20 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
-# One module per command area under rentcheck.commands, each with
-# ``add_parsers(sub, common)`` that registers its subcommands and sets ``handler``.
-COMMAND_MODULES: tuple[str, ...] = (
-    "check",
-    "rules",
-    "config_cmd",
-    "profiles",
-    "stale",
-    "box",
-    "run",
-    "pull",
-)
-# Which module registers each subcommand: a run imports only the module it needs (importing
-# every gate's command module costs tens of milliseconds a lint run should not pay).
-# tests/test_cli.py checks this against what the modules really register.
-COMMAND_INDEX: dict[str, str] = {
-    "check": "check",
-    "rule": "rules",
-    "rules": "rules",
-    "config": "config_cmd",
-    "profiles": "profiles",
-    "stale": "stale",
-    "audit": "box",
-    "trust": "box",
-    "push": "box",
-    "smoke": "run",
-    "resume": "run",
-    "manifest": "pull",
-    "verify": "pull",
-    "teardown": "pull",
-}
+def _command_index() -> dict[str, str]:
+    """Which ``rentcheck.commands`` module registers each subcommand, from the gate table:
+    a run imports only the module it needs (importing every gate's command module costs
+    tens of milliseconds a lint run should not pay). Each module has
+    ``add_parsers(sub, common)``, which registers its subcommands and sets ``handler``."""
+    from rentcheck.gates.table import command_index
+
+    return command_index()
 
 
 def _wanted_module(argv: Sequence[str]) -> str | None:
     """The one command module this command line needs, or None for all (help, typos)."""
     first = next((a for a in argv if not a.startswith("-")), None)
-    return COMMAND_INDEX.get(first) if first is not None else None
+    return _command_index().get(first) if first is not None else None
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -124,8 +101,14 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rentcheck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = _wanted_module(argv) if argv is not None else None
-    for name in COMMAND_MODULES if wanted is None else (wanted,):
-        importlib.import_module(f"rentcheck.commands.{name}").add_parsers(sub, common)
+    if wanted is None:
+        from rentcheck.gates.table import all_gates, command_modules
+
+        # Help or an unknown command: every module, and every gate a plugin adds.
+        for name in command_modules(all_gates()):
+            importlib.import_module(f"rentcheck.commands.{name}").add_parsers(sub, common)
+    else:
+        importlib.import_module(f"rentcheck.commands.{wanted}").add_parsers(sub, common)
     return parser
 
 

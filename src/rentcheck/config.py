@@ -27,6 +27,7 @@ __all__ = [
     "load_config",
     "section_error",
     "selected_rules",
+    "with_section_values",
 ]
 
 DEFAULT_EXCLUDE = (
@@ -52,10 +53,26 @@ DEFAULT_EXCLUDE = (
 OUTPUT_FORMATS = ("text", "concise", "json", "sarif", "github")
 YAML_NAMES = ("rentcheck.yaml", ".rentcheck.yaml")
 LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
-# Tables owned by one gate each ([tool.rentcheck.audit], ...). The config layer only checks
-# that they are tables; the gate validates its keys with ``section_value``.
-SECTIONS = ("profiles", "audit", "smoke", "resume", "verify", "teardown", "python")
-KNOWN_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-level", "preview", "output-format", *SECTIONS)
+# Tables owned by one gate each ([tool.rentcheck.audit], ...), from the gate table. The
+# config layer only checks that they are tables; the gate validates its keys with
+# ``check_section_keys``. A plugin gate's section is looked up only for a key that is not
+# one of these (the entry points are not read on every run).
+SECTIONS = (
+    "python",
+    "smoke",
+    "resume",
+    "audit",
+    "launch",
+    "watch",
+    "pull",
+    "verify",
+    "teardown",
+    "profiles",
+)
+CORE_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-level", "preview", "output-format")
+KNOWN_KEYS = (*CORE_KEYS, *SECTIONS)
+# Keys every gate section accepts: the gate's own selection and fail level.
+JUDGEMENT_KEYS = ("select", "ignore", "per-file-ignores", "fail-level")
 ENV_PREFIX = "RENTCHECK_"
 
 
@@ -76,6 +93,7 @@ class Config:
     # so an error about a value names the place to fix it.
     origins: Mapping[str, str] = field(default_factory=dict)
     root: str = "."  # paths in globs and reports are relative to this directory
+    notices: tuple[str, ...] = ()  # warnings about the settings themselves, said once per run
 
     @property
     def excludes(self) -> tuple[str, ...]:
@@ -124,6 +142,16 @@ def find_config_file(start: str) -> str | None:
         if parent == directory:
             return None
         directory = parent
+
+
+def _shadowed_pyproject(path: str) -> str | None:
+    """The pyproject.toml beside a YAML config whose [tool.rentcheck] it hides, if any."""
+    if path.endswith(".toml"):
+        return None
+    candidate = os.path.join(os.path.dirname(path), "pyproject.toml")
+    if os.path.isfile(candidate) and _pyproject_has_table(candidate):
+        return candidate
+    return None
 
 
 def _pyproject_has_table(path: str) -> bool:
@@ -185,7 +213,7 @@ def _apply(values: dict[str, Any], config: Config, source: str, *, layered: bool
     origins = dict(config.origins)
     for key, value in values.items():
         origins[key] = _where(source)
-        if key not in KNOWN_KEYS:
+        if key not in KNOWN_KEYS and key not in _plugin_sections():
             import difflib
 
             close = difflib.get_close_matches(key, KNOWN_KEYS, n=1)
@@ -194,7 +222,7 @@ def _apply(values: dict[str, Any], config: Config, source: str, *, layered: bool
             )
             raise ConfigError(f"unknown key {key!r} in {_where(source)}", hint=hint)
         attr = key.replace("-", "_")
-        if key in SECTIONS:
+        if key in SECTIONS or key in _plugin_sections():
             if not isinstance(value, dict):
                 raise ConfigError(
                     f"{key!r} in {_where(source)} must be a table",
@@ -230,6 +258,13 @@ def _apply(values: dict[str, Any], config: Config, source: str, *, layered: bool
     return replace(config, **changes, origins=origins)
 
 
+def _plugin_sections() -> tuple[str, ...]:
+    """Sections of gates that plugins add (read only when a key is not a built-in one)."""
+    from rentcheck.gates.table import all_gates, gate_sections
+
+    return gate_sections(all_gates())
+
+
 def _boolean(value: Any, key: str, source: str) -> bool:
     # The environment can only say strings; a file must say a real boolean.
     if isinstance(value, str) and value.lower() in ("1", "true", "yes", "0", "false", "no"):
@@ -247,24 +282,37 @@ def section_error(
     return ConfigError(f"{section}.{key} in {where}: {problem}", hint=hint)
 
 
+def with_section_values(
+    config: Config, section: str, values: Mapping[str, Any], where: str
+) -> Config:
+    """``config`` with some keys of one gate's section replaced (the command line's
+    ``--select`` of that gate, ...)."""
+    if not values:
+        return config
+    table = {**config.section(section), **values}
+    origins = {**config.origins, **{f"{section}.{k}": where for k in values}}
+    return replace(config, sections={**config.sections, section: table}, origins=origins)
+
+
 def check_section_keys(config: Config, section: str, allowed: Sequence[str]) -> Mapping[str, Any]:
-    """The section's table after refusing keys the gate does not know."""
+    """The section's table after refusing keys the gate does not know, without the
+    judgement keys every section may carry (``select``, ``ignore``, ...: the judge reads
+    those)."""
     table = config.section(section)
+    known = (*allowed, *JUDGEMENT_KEYS) if section != "python" else tuple(allowed)
     for key in table:
-        if key not in allowed:
+        if key not in known:
             import difflib
 
-            close = difflib.get_close_matches(key, list(allowed), n=1)
-            hint = f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(allowed)
+            close = difflib.get_close_matches(key, list(known), n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "known keys: " + ", ".join(known)
             raise section_error(config, section, key, "unknown key", hint)
-    return table
+    return {key: value for key, value in table.items() if key not in JUDGEMENT_KEYS}
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    for key in KNOWN_KEYS:
-        if key in SECTIONS:
-            continue
+    for key in CORE_KEYS:
         name = ENV_PREFIX + key.upper().replace("-", "_")
         if name in env and key != "per-file-ignores":
             values[key] = env[name]
@@ -293,6 +341,13 @@ def load_config(
         path = os.path.abspath(path)
         config = replace(config, source=path, root=os.path.dirname(path))
         config = _apply(_read_file(path), config, path)
+        shadowed = _shadowed_pyproject(path)
+        if shadowed is not None:
+            notice = (
+                f"{path} is used and the [tool.rentcheck] tables of {shadowed} are ignored "
+                "(rentcheck.yaml wins in the same directory): keep your settings in one of them"
+            )
+            config = replace(config, notices=(*config.notices, notice))
     config = _apply(_from_env(env), config, "the RENTCHECK_* environment", layered=True)
     if overrides:
         given = {k: v for k, v in overrides.items() if v is not None}
@@ -325,7 +380,16 @@ def _check_tokens(
         if selector == "ALL" or any(code.startswith(selector) for code in rules):
             continue
         if more_codes is not None and any(c.startswith(selector) for c in more_codes()):
-            continue  # another gate's rule (ignore = ["RC301"]): valid, just not ours to run
+            # Another gate's rule (ignore = ["RC301"]): lint's selection is lint's only, so
+            # it would do nothing here. Say where it works instead of ignoring it.
+            from rentcheck.gates.table import section_of_code
+
+            section = section_of_code(selector)
+            raise ConfigError(
+                f"{raw!r} in {key!r} of {source} is a rule of the {section} gate, not of lint",
+                hint=f"the top-level select/ignore apply to lint only: put it under "
+                f"[tool.rentcheck.{section}] {key.split('.', maxsplit=1)[0]}",
+            )
         hint = suggest_code(selector, rules)
         raise ConfigError(f"unknown rule code {raw!r} in {key!r} of {source}", hint=hint)
 

@@ -7,8 +7,6 @@ loaded only when a command needs the rule set, never on import.
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -31,10 +29,6 @@ from rentcheck.lint.shell import (
 from rentcheck.meta_rules import UNKNOWN_CODE_RULE, UNUSED_SUPPRESSION_RULE
 from rentcheck.model import Rule
 from rentcheck.record import record
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
-if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
 
 __all__ = ["ENTRY_POINT_GROUP", "RuleSet", "all_rules", "load_rule_set"]
 
@@ -77,25 +71,23 @@ ENGINE_RULES: tuple[Rule, ...] = (
     UNKNOWN_CODE_RULE,
 )
 
-# Rules of the other gates (audit, pull, smoke, profiles, ...): their commands produce the
-# findings; listing them here makes `rentcheck rule CODE`, config validation and SARIF know
-# them. One (module, attribute) per gate, imported only when a command asks for every rule,
-# so a lint run does not pay for the gates' modules.
-GATE_RULE_SOURCES: tuple[tuple[str, str], ...] = (
-    ("rentcheck.profiles.rules", "RULES"),
-    ("rentcheck.box.rules", "BOX_RULES"),
-    ("rentcheck.run.rules", "RUN_RULES"),
-    ("rentcheck.pull.rules", "PULL_RULES"),
-    ("rentcheck.pull.teardown_rules", "TEARDOWN_RULES"),
-)
-
 
 def gate_rules() -> tuple[Rule, ...]:
+    """The rules of the other gates (audit, pull, smoke, profiles, ...), from the gate table:
+    their commands produce the findings; listing them here makes `rentcheck rule CODE`,
+    config validation and SARIF know them. Imported only when a command asks for every rule,
+    so a lint run does not pay for the gates' modules."""
     import importlib
 
-    found: list[Rule] = []
-    for module, attribute in GATE_RULE_SOURCES:
-        found.extend(getattr(importlib.import_module(module), attribute))
+    from rentcheck.gates.rules import ORDER_RULES
+    from rentcheck.gates.table import all_gates
+
+    found: list[Rule] = list(ORDER_RULES)
+    sources = dict.fromkeys(gate.rules for gate in all_gates() if gate.rules is not None)
+    for source in sources:
+        if source is not None:
+            module, attribute = source
+            found.extend(getattr(importlib.import_module(module), attribute))
     return tuple(found)
 
 
@@ -109,45 +101,12 @@ class RuleSet:
     plugins: tuple[str, ...]
 
 
-def _entry_points() -> list[EntryPoint]:
-    """Entry points of our group. importlib.metadata parses every installed distribution
-    (~80 ms in a full environment); reading only the ``entry_points.txt`` files that mention
-    the group keeps a lint run's start-up small."""
-    found: dict[str, EntryPoint] = {}
-    for base in sys.path:
-        try:
-            entries = list(os.scandir(base or "."))
-        except OSError:
-            continue
-        for entry in entries:
-            if not entry.name.endswith((".dist-info", ".egg-info")):
-                continue
-            try:
-                with open(os.path.join(entry.path, "entry_points.txt"), encoding="utf-8") as fh:
-                    text = fh.read()
-            except OSError:
-                continue
-            if f"[{ENTRY_POINT_GROUP}]" not in text:
-                continue
-            import configparser
-            from importlib.metadata import EntryPoint  # 30 ms to import: only when needed
-
-            parser = configparser.ConfigParser(delimiters=("=",), interpolation=None)
-            parser.optionxform = str  # type: ignore[assignment,method-assign]
-            try:
-                parser.read_string(text)
-            except configparser.Error:
-                continue
-            for name, value in parser.items(ENTRY_POINT_GROUP):
-                # The first distribution on sys.path wins, as importlib.metadata does.
-                found.setdefault(name, EntryPoint(name=name, value=value, group=ENTRY_POINT_GROUP))
-    return [found[name] for name in sorted(found)]
-
-
 def _plugin_checks() -> tuple[list[Check], list[str]]:
     checks: list[Check] = []
     names: list[str] = []
-    for ep in _entry_points():
+    from rentcheck.plugins import entry_points
+
+    for ep in entry_points(ENTRY_POINT_GROUP):
         try:
             loaded = ep.load()
             items = loaded() if callable(loaded) else loaded

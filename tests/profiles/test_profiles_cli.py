@@ -112,6 +112,12 @@ def test_config_ignore_and_per_file_ignores_apply(cli, project: Path) -> None:
     assert cli("profiles", "check", "ops/acme.md", cwd=project).code == 1
     config = 'profiles:\n  paths: ["ops"]\nper-file-ignores:\n  "ops/*.md": ["RC703"]\n'
     (project / "rentcheck.yaml").write_text(config)
+    # The top-level selection is lint's: a profile code there is refused, naming where it goes.
+    refused = cli("profiles", "check", "ops/acme.md", cwd=project)
+    assert refused.code == 2
+    assert "[tool.rentcheck.profiles] per-file-ignores" in refused.err
+    config = 'profiles:\n  paths: ["ops"]\n  per-file-ignores:\n    "ops/*.md": ["RC703"]\n'
+    (project / "rentcheck.yaml").write_text(config)
     assert cli("profiles", "check", "ops/acme.md", cwd=project).code == 0
 
 

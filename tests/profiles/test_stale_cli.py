@@ -122,8 +122,13 @@ def test_fail_level_and_ignore(cli, notes: Path) -> None:
     assert (
         cli("stale", "only.md", "--today", "2026-11", "--fail-level", "error", cwd=notes).code == 0
     )
-    (notes / "rentcheck.yaml").write_text("ignore: [RC711]\n")
+    # The stale gate's own selection is in its section; the top level is lint's.
+    (notes / "rentcheck.yaml").write_text("profiles:\n  ignore: [RC711]\n")
     assert cli("stale", "only.md", "--today", "2026-11", cwd=notes).code == 0
+    (notes / "rentcheck.yaml").write_text("ignore: [RC711]\n")
+    refused = cli("stale", "only.md", "--today", "2026-11", cwd=notes)
+    assert refused.code == 2
+    assert "[tool.rentcheck.profiles] ignore" in refused.err
 
 
 @pytest.mark.parametrize(

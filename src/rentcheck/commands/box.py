@@ -9,8 +9,7 @@ from typing import Any
 
 from rentcheck.config import Config, load_config
 from rentcheck.errors import UsageError
-from rentcheck.output import emit, use_color
-from rentcheck.report import Report, render
+from rentcheck.output import emit
 
 
 def _connection_options(p: argparse.ArgumentParser) -> None:
@@ -118,28 +117,33 @@ def _settings(args: argparse.Namespace, config: Config) -> Any:
 def run_audit(args: argparse.Namespace) -> int:
     from rentcheck.box.runner import run_audit as audit
     from rentcheck.box.transport import close_all
+    from rentcheck.commands.finish import finish
+    from rentcheck.config import with_section_values
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.gates.run import GateRun
     from rentcheck.registry import all_rules
 
-    config = _config(args, select=args.select, ignore=args.ignore)
+    config = _config(args)
+    # --select/--ignore here choose among the audit gate's rules ([tool.rentcheck.audit]).
+    given = {k: v.split(",") for k, v in (("select", args.select), ("ignore", args.ignore)) if v}
+    config = with_section_values(config, "audit", given, "the command line")
     settings = _settings(args, config)
     rules = all_rules()
     try:
         result = audit(args.host, config, settings, rules)
     finally:
         close_all()
-    report = Report(
-        command="audit",
-        findings=result.findings,
-        rules=rules,
-        config_digest=config.digest(),
-        fail_level=config.fail_level,
-        exit_zero=args.exit_zero,
-        files_checked=len(settings.paths),
-        extra={"host": args.host, "transport": result.transport(), "facts": result.facts},
+    gate = GateResult(
+        "audit",
+        result.findings,
+        extras={"host": args.host, "transport": result.transport(), "facts": result.facts},
+        files_checked=0,
+        host=args.host,
+        profile=settings.profile,
     )
-    color = use_color(args.color, sys.stdout.isatty() and not args.output_file)
-    emit(render(report, config.output_format, color=color), args.output_file)
-    return report.exit_code
+    return finish(
+        args, GateRun(config, "audit", host=args.host), gate, command="audit", rules=rules
+    )
 
 
 def run_trust(args: argparse.Namespace) -> int:

@@ -8,9 +8,7 @@ import sys
 
 from rentcheck.config import load_config
 from rentcheck.lint.engine import Linter
-from rentcheck.output import emit, use_color
 from rentcheck.registry import load_rule_set
-from rentcheck.report import Report, render
 
 
 def add_parsers(
@@ -61,19 +59,24 @@ def run(args: argparse.Namespace) -> int:
     if args.diff:
         sys.stdout.write("".join(result.diffs))
         return 1 if result.diffs else 0
-    report = Report(
-        command="check",
-        findings=result.findings,
-        rules=linter.known,
-        config_digest=config.digest(),
-        fail_level=config.fail_level,
-        exit_zero=args.exit_zero,
+    from rentcheck.commands.finish import finish
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.gates.run import GateRun
+
+    if not result.checked:
+        sys.stderr.write("rentcheck: warning: no files to check (nothing matched the paths)\n")
+    gate = GateResult(
+        "lint",
+        result.findings,
         files_checked=len(result.checked),
         fixed=len(result.fixed),
         suppressed=result.suppressed,
+        # Named files (pre-commit passes the staged ones) prove nothing about the project.
+        partial=_partial(args.paths, config.root),
     )
-    if not result.checked:
-        sys.stderr.write("rentcheck: warning: no files to check (nothing matched the paths)\n")
-    color = use_color(args.color, sys.stdout.isatty() and not args.output_file)
-    emit(render(report, config.output_format, color=color), args.output_file)
-    return report.exit_code
+    run_ = GateRun(config, "lint")
+    return finish(args, run_, gate, command="check", rules=linter.known, validate=False)
+
+
+def _partial(paths: list[str], root: str) -> bool:
+    return any(os.path.abspath(p) != os.path.abspath(root) for p in paths)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from typing import Any
 
 from rentcheck.config import Config, load_config
 from rentcheck.errors import UsageError
-from rentcheck.output import emit, use_color
+from rentcheck.output import emit
 
 ACTIONS = ("list", "check", "show")
 SCHEMA_ID = "rentcheck/profiles/v1"
@@ -139,9 +138,8 @@ def run_show(args: argparse.Namespace, name: str) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     from rentcheck.profiles.check import check_profile_file
-    from rentcheck.profiles.gather import drop_ignored, profile_targets
+    from rentcheck.profiles.gather import profile_targets
     from rentcheck.registry import all_rules
-    from rentcheck.report import Report, render
 
     start = args.targets[0] if args.targets else "."
     config = _config(args, start)
@@ -163,16 +161,9 @@ def run_check(args: argparse.Namespace) -> int:
                 "valid": result.profile is not None,
             }
         )
-    report = Report(
-        command="profiles check",
-        findings=drop_ignored(config, findings),
-        rules=all_rules(),
-        config_digest=config.digest(),
-        fail_level=config.fail_level,
-        exit_zero=args.exit_zero,
-        files_checked=len(targets),
-        extra={"profiles": checked},
-    )
-    color = use_color(args.color, sys.stdout.isatty() and not args.output_file)
-    emit(render(report, config.output_format, color=color), args.output_file)
-    return report.exit_code
+    from rentcheck.commands.finish import finish
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.gates.run import GateRun
+
+    gate = GateResult("stale", findings, extras={"profiles": checked}, files_checked=len(targets))
+    return finish(args, GateRun(config, "stale"), gate, command="profiles check", rules=all_rules())

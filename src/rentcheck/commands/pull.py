@@ -17,24 +17,10 @@ from typing import Any
 
 from rentcheck.config import Config, load_config
 from rentcheck.model import Finding
-from rentcheck.output import emit, use_color
-from rentcheck.record import field, record
-from rentcheck.report import Report, render
 
 __all__ = ["add_parsers"]
 
 _MANIFEST = "PULL_MANIFEST.json"
-
-
-@record(frozen=False)
-class _GateReport(Report):
-    """A Report in which advisory codes (NaN/Inf under ``nonfinite = "warn"``) never fail."""
-
-    advisory: frozenset[str] = field(default_factory=frozenset)
-
-    @property
-    def failing(self) -> list[Finding]:
-        return [f for f in super().failing if f.code not in self.advisory]
 
 
 def _without_short_o(common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -134,6 +120,9 @@ def add_parsers(
     teardown.add_argument(
         "--approve", action="store_true", help="I have read what the meter-stop action destroys"
     )
+    from rentcheck.commands.finish import add_force_options
+
+    add_force_options(teardown)
     teardown.set_defaults(handler=run_teardown)
 
 
@@ -145,17 +134,6 @@ def _help(parser: argparse.ArgumentParser) -> int:
 def _config(args: argparse.Namespace) -> Config:
     overrides = {"fail-level": args.fail_level, "output-format": args.output_format}
     return load_config(".", explicit=args.config, isolated=args.isolated, overrides=overrides)
-
-
-def _emit(report: Report, config: Config, args: argparse.Namespace, prefix: str = "") -> int:
-    color = use_color(args.color, sys.stdout.isatty() and not args.output_file)
-    text = render(report, config.output_format, color=color)
-    if prefix and config.output_format in ("text", "concise"):
-        text = prefix + text
-    elif prefix:
-        sys.stderr.write(prefix)
-    emit(text, args.output_file)
-    return report.exit_code
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -187,17 +165,30 @@ def run_build(args: argparse.Namespace) -> int:
         f"rentcheck: wrote {path} ({totals['files']} files, {human_bytes(totals['bytes'])}, "
         f"run {doc['run_id']})\n"
     )
-    report = Report(
-        command="manifest build",
-        findings=findings,
-        rules=RULES_BY_CODE,
-        config_digest=config.digest(),
-        fail_level=config.fail_level,
-        exit_zero=args.exit_zero,
+    from rentcheck.commands.finish import finish
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.gates.run import GateRun
+
+    manifest_digest = "sha256:" + _file_sha256(str(path))
+    result = GateResult(
+        "pull",
+        findings,
+        extras={"manifest": {"path": str(path), "run_id": doc["run_id"], "totals": totals}},
         files_checked=totals["files"],
-        extra={"manifest": {"path": str(path), "run_id": doc["run_id"], "totals": totals}},
+        evidence={"manifest": manifest_digest},
     )
-    return _emit(report, config, args)
+    run = GateRun(config, "pull", manifest=manifest_digest)
+    return finish(args, run, result, command="manifest build", rules=RULES_BY_CODE)
+
+
+def _file_sha256(path: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -217,21 +208,22 @@ def run_check(args: argparse.Namespace) -> int:
             "bytes": manifest.total_bytes,
             "leftovers": [left.path for left in manifest.leftovers],
         }
-    report = Report(
-        command="manifest check",
-        findings=findings,
-        rules=RULES_BY_CODE,
-        config_digest=config.digest(),
-        fail_level=config.fail_level,
-        exit_zero=args.exit_zero,
-        files_checked=1,
-        extra={"manifest": summary},
-    )
-    return _emit(report, config, args)
+    from rentcheck.commands.finish import finish
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.gates.run import GateRun
+
+    result = GateResult("pull", findings, extras={"manifest": summary}, files_checked=1)
+    # Checking a manifest's shape is a tool, not the pull gate: nothing goes to the ledger.
+    run = GateRun(config, "pull")
+    return finish(args, run, result, command="manifest check", rules=RULES_BY_CODE, record=False)
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from rentcheck.pull.gate import blocking, file_verdicts, run_verify, verify_summary
+    from rentcheck.commands.finish import show
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.gates.run import GateRun
+    from rentcheck.output import use_color
+    from rentcheck.pull.gate import file_verdicts, run_verify, verify_summary
     from rentcheck.pull.marker import write_verified_marker
     from rentcheck.pull.progress import TerminalProgress
     from rentcheck.pull.rules import RULES_BY_CODE
@@ -263,50 +255,60 @@ def run_verify(args: argparse.Namespace) -> int:
     seconds = round(time.monotonic() - started, 3)
     if progress is not None:
         progress.finish()
+    manifest_digest = None if result.manifest is None else "sha256:" + result.manifest.sha256
+    gate = GateResult(
+        "verify",
+        list(result.findings),
+        files_checked=len(result.files),
+        advisory=settings.advisory,
+        evidence={"manifest": manifest_digest} if manifest_digest else {},
+    )
+    run = GateRun(config, "verify", manifest=manifest_digest)
+    # verify reports RC5xx only; the full rule table costs start-up time
+    verdict = run.conclude(gate, exit_zero=args.exit_zero, rules=RULES_BY_CODE, record=False)
     marker = None
-    if not blocking(result.findings, config.fail_level, settings.advisory):
+    if verdict.passed:
         marker = write_verified_marker(
             result,
-            fail_level=config.fail_level,
+            fail_level=verdict.fail_level,
             allow=settings.advisory,
             extra={"settings": settings.policy(), "seconds": seconds},
         )
-    report = _GateReport(
-        command="verify",
-        findings=list(result.findings),
-        rules=RULES_BY_CODE,  # verify reports RC5xx only; the full table costs start-up time
-        config_digest=config.digest(),
-        fail_level=config.fail_level,
-        exit_zero=args.exit_zero,
-        files_checked=len(result.files),
-        advisory=settings.advisory,
-        extra={
-            "verify": {
-                "root": os.fspath(args.root),
-                **verify_summary(result),
-                "marker": None if marker is None else str(marker),
-                "deep": settings.deep,
-                "hash": "sha256",
-                "settings": settings.policy(),
-                "bytes_read": result.bytes_read,
-                "seconds": seconds,
-                "files": file_verdicts(result, config.fail_level, settings.advisory),
-            }
-        },
-    )
+        gate.evidence["marker"] = "sha256:" + _file_sha256(str(marker))
+    gate.extras = {
+        "verify": {
+            "root": os.fspath(args.root),
+            **verify_summary(result),
+            "marker": None if marker is None else str(marker),
+            "deep": settings.deep,
+            "hash": "sha256",
+            "settings": settings.policy(),
+            "bytes_read": result.bytes_read,
+            "seconds": seconds,
+            "files": file_verdicts(result, verdict.fail_level, settings.advisory),
+        }
+    }
+    run.record(gate, verdict)
     if marker is None:
         sys.stderr.write("rentcheck: verification failed: no PULL_VERIFIED.json written\n")
-    return _emit(report, config, args)
+    else:
+        gate.headline = (f"verified: wrote {marker}",)
+    return show(args, run, gate, verdict, command="verify", rules=RULES_BY_CODE)
 
 
 def run_teardown(args: argparse.Namespace) -> int:
+    from rentcheck.commands.finish import finish, force_reason
     from rentcheck.errors import UsageError
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.gates.rules import ORDER_RULES
+    from rentcheck.gates.run import GateRun
     from rentcheck.pull.rules import RULES_BY_CODE
     from rentcheck.pull.settings import teardown_settings
     from rentcheck.pull.teardown import check_teardown, describe, meter_stop_plan
     from rentcheck.pull.teardown_rules import TEARDOWN_RULES_BY_CODE
 
     config = _config(args)
+    reason = force_reason(args)
     settings = teardown_settings(config, {"profile": args.profile, "meter_stop": args.meter_stop})
     if settings.profile is None and settings.meter_stop is None:
         raise UsageError(
@@ -319,15 +321,19 @@ def run_teardown(args: argparse.Namespace) -> int:
 
         profile = load_profile(settings.profile, config)
     plan = meter_stop_plan(profile, settings.meter_stop)
+    now_digest = None
+    if os.path.isfile(args.manifest_now):
+        now_digest = "sha256:" + _file_sha256(args.manifest_now)
+    run = GateRun(config, "teardown", manifest=now_digest, force_reason=reason)
+    order_met = run.precheck()
     result = check_teardown(args.verified, args.manifest_now, plan, approved=args.approve)
-    report = Report(
-        command="teardown",
-        findings=list(result.findings),
-        rules={**RULES_BY_CODE, **TEARDOWN_RULES_BY_CODE},
-        config_digest=config.digest(),
-        fail_level=config.fail_level,
-        exit_zero=args.exit_zero,
+    gate = GateResult(
+        "teardown",
+        list(result.findings),
+        extras={"teardown": result.to_dict()},
         files_checked=result.files_checked,
-        extra={"teardown": result.to_dict()},
+        profile=settings.profile,
+        headline=(describe(result, order_met=order_met).rstrip("\n"),),
     )
-    return _emit(report, config, args, prefix=describe(result))
+    rules = {**RULES_BY_CODE, **TEARDOWN_RULES_BY_CODE, **{r.code: r for r in ORDER_RULES}}
+    return finish(args, run, gate, command="teardown", rules=rules)

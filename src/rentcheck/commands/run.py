@@ -7,12 +7,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rentcheck.config import Config, load_config, selected_rules
+from rentcheck.config import Config, load_config
 from rentcheck.errors import UsageError
 from rentcheck.model import Finding
-from rentcheck.output import emit, use_color
-from rentcheck.registry import all_rules
-from rentcheck.report import Report, render
 
 EPILOG = (
     "Give the command after `--` to override the configured one, e.g. "
@@ -111,25 +108,13 @@ def _finish(
     verdict: list[str],
     extra: dict[str, Any],
 ) -> int:
-    rules = selected_rules(config, all_rules())
-    report = Report(
-        command=command,
-        findings=[f for f in findings if f.code in rules],
-        rules=rules,
-        config_digest=config.digest(),
-        fail_level=config.fail_level,
-        exit_zero=args.exit_zero,
-        extra=extra,
-    )
-    text = render(report, config.output_format, color=use_color(args.color, _tty(args)))
-    if config.output_format == "text":
-        text = "\n".join(verdict) + "\n\n" + text
-    emit(text, args.output_file)
-    return report.exit_code
+    from rentcheck.commands.finish import finish
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.gates.run import GateRun
+    from rentcheck.registry import all_rules
 
-
-def _tty(args: argparse.Namespace) -> bool:
-    return sys.stdout.isatty() and not args.output_file
+    result = GateResult(command, list(findings), extras=extra, headline=tuple(verdict))
+    return finish(args, GateRun(config, command), result, command=command, rules=all_rules())
 
 
 def _list_presets() -> int:

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from rentcheck.config import Config, load_config, section_error
 from rentcheck.errors import UsageError
 from rentcheck.model import Finding, Severity
-from rentcheck.output import emit, use_color
 
 if TYPE_CHECKING:
     from rentcheck.profiles.stale import StaleSettings
@@ -115,11 +114,10 @@ def run(args: argparse.Namespace) -> int:
     from collections import Counter
 
     from rentcheck.profiles.document import read_markdown
-    from rentcheck.profiles.gather import drop_ignored, markdown_files, own_profiles
+    from rentcheck.profiles.gather import markdown_files, own_profiles
     from rentcheck.profiles.stale import judge_stamps, stamp_record, stamp_status
     from rentcheck.profiles.stamps import find_stamps
     from rentcheck.registry import all_rules
-    from rentcheck.report import Report, render
 
     overrides = {"output-format": args.output_format, "fail-level": args.fail_level}
     start = args.paths[0] if args.paths else "."
@@ -164,19 +162,12 @@ def run(args: argparse.Namespace) -> int:
     }
     if sources_extra:
         extra["sources"] = sources_extra
-    report = Report(
-        command="stale",
-        findings=drop_ignored(config, findings),
-        rules=all_rules(),
-        config_digest=config.digest(),
-        fail_level=config.fail_level,
-        exit_zero=args.exit_zero,
-        files_checked=len(files),
-        extra=extra,
-    )
-    color = use_color(args.color, sys.stdout.isatty() and not args.output_file)
-    emit(render(report, config.output_format, color=color), args.output_file)
-    return report.exit_code
+    from rentcheck.commands.finish import finish
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.gates.run import GateRun
+
+    result = GateResult("stale", findings, extras=extra, files_checked=len(files))
+    return finish(args, GateRun(config, "stale"), result, command="stale", rules=all_rules())
 
 
 def _packaged_dir() -> str | None:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from rentcheck.config import Config, code_matches
+from rentcheck.config import Config
 from rentcheck.errors import UsageError
-from rentcheck.model import Finding
 from rentcheck.pathmatch import matches_any
 from rentcheck.profiles.load import profile_dirs, profile_files
 
-__all__ = ["display_path", "drop_ignored", "markdown_files", "own_profiles", "profile_targets"]
+__all__ = ["display_path", "markdown_files", "own_profiles", "profile_targets"]
 
 
 def display_path(path: str, root: str) -> str:
@@ -79,19 +78,3 @@ def own_profiles(config: Config) -> list[tuple[str, str]]:
 
     dirs = user_profile_dirs(config) or [d for d, shipped in profile_dirs(config) if shipped]
     return [(path, display_path(path, config.root)) for d in dirs for path in profile_files(d)]
-
-
-def drop_ignored(config: Config, findings: Iterable[Finding]) -> list[Finding]:
-    """Honour ``ignore`` and ``per-file-ignores``. ``select`` is not applied: running this
-    command is the selection, and a lint-only ``select`` must not silently empty it."""
-    kept = []
-    for finding in findings:
-        if any(code_matches(finding.code, token) for token in config.ignore):
-            continue
-        if finding.path is not None and any(
-            matches_any(finding.path, [glob]) and any(code_matches(finding.code, c) for c in codes)
-            for glob, codes in config.per_file_ignores.items()
-        ):
-            continue
-        kept.append(finding)
-    return sorted(kept, key=lambda f: f.sort_key())

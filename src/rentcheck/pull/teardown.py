@@ -213,8 +213,9 @@ def check_teardown(
     )
 
 
-def describe(result: TeardownResult) -> str:
-    """The meter-stop block printed above the findings (text output)."""
+def describe(result: TeardownResult, *, order_met: bool = True) -> str:
+    """The meter-stop block printed above the findings (text output); ``order_met`` is
+    whether the gates teardown requires (verify of this manifest) are in the ledger."""
     plan = result.plan
     where = f" on {plan.platform}" if plan.platform else ""
     undo = {True: "cannot be undone", False: "can be undone", None: "reversibility unknown"}
@@ -225,7 +226,7 @@ def describe(result: TeardownResult) -> str:
     if plan.keeps:
         lines.append(f"  keeps:    {'; '.join(plan.keeps)}")
     lines.append(f"  {plan.warning}")
-    if result.passed:
+    if result.passed and order_met:
         lines.append("teardown gate passed: you may now stop the meter yourself.")
     lines.append("rentcheck never runs the platform's meter-stop command.")
     return "\n".join(lines) + "\n\n"

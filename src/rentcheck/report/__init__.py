@@ -31,9 +31,14 @@ class Report:
     fixed: int = 0
     suppressed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)  # gate-specific fields (facts, ...)
+    # The findings the gate's judgement (rentcheck.gates.judge) says fail; None: every
+    # finding at or above fail_level (a report built without a judgement, as in tests).
+    judged_failing: tuple[Finding, ...] | None = None
 
     @property
     def failing(self) -> list[Finding]:
+        if self.judged_failing is not None:
+            return list(self.judged_failing)
         return [f for f in self.findings if f.severity >= self.fail_level]
 
     @property

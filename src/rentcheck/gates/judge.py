@@ -1,0 +1,189 @@
+"""One judgement of every gate's findings: which count, which fail, and the exit code.
+
+Each gate returns a ``GateResult``; ``judge`` applies that gate's own selection (the lint
+gate: the top-level ``select``/``ignore``/``per-file-ignores``; every other gate: the same
+keys inside its ``[tool.rentcheck.<section>]`` table), its advisory codes and the fail level,
+and gives the verdict. The CLI and the pytest items both call it, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rentcheck.config import Config, code_matches, section_error
+from rentcheck.errors import ConfigError
+from rentcheck.model import Finding, Severity
+from rentcheck.pathmatch import matches_any
+from rentcheck.record import field, record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from rentcheck.model import Rule
+
+__all__ = ["JUDGEMENT_KEYS", "GateResult", "Verdict", "judge", "selection_of"]
+
+# Keys every gate's section may carry, whatever else the gate reads from it.
+JUDGEMENT_KEYS = ("select", "ignore", "per-file-ignores", "fail-level")
+
+
+@record(frozen=False)
+class GateResult:
+    """What one run of a gate found, before judgement; ``extras`` are gate-specific facts."""
+
+    gate: str
+    findings: list[Finding]
+    extras: dict[str, Any] = field(default_factory=dict)
+    files_checked: int = 0
+    fixed: int = 0
+    suppressed: int = 0
+    advisory: frozenset[str] = frozenset()  # codes reported but never failing
+    host: str | None = None
+    profile: str | None = None
+    evidence: dict[str, str] = field(default_factory=dict)  # e.g. manifest digest
+    headline: tuple[str, ...] = ()  # lines a person reads first (the smoke verdict, ...)
+    partial: bool = False  # checked part of the project only: proves nothing for the ledger
+
+
+@record
+class Verdict:
+    findings: tuple[Finding, ...]  # those the selection keeps
+    failing: tuple[Finding, ...]
+    fail_level: Severity
+    exit_code: int
+
+    @property
+    def passed(self) -> bool:
+        return not self.failing
+
+
+@record
+class Selection:
+    select: tuple[str, ...]
+    ignore: tuple[str, ...]
+    per_file_ignores: Mapping[str, tuple[str, ...]]
+    fail_level: Severity
+
+
+# Codes of the ordering rules: a missing prerequisite is passed with --force --reason (and
+# recorded), never switched off by a selection.
+ALWAYS_COUNTED = ("RC910", "RC911", "RC912", "RC913")
+
+
+def selection_of(config: Config, section: str | None) -> Selection:
+    """The selection a gate judges with: top-level for lint, its own section otherwise."""
+    if section is None:
+        return Selection(
+            config.select + config.extend_select,
+            config.ignore,
+            config.per_file_ignores,
+            config.fail_level,
+        )
+    table = config.section(section)
+    level = config.fail_level
+    if "fail-level" in table:
+        try:
+            level = Severity.parse(str(table["fail-level"]))
+        except ValueError as exc:
+            raise section_error(config, section, "fail-level", str(exc)) from None
+    pfi = table.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise section_error(
+            config,
+            section,
+            "per-file-ignores",
+            "must map globs to code lists",
+            'e.g. "ckpt/*.pt" = ["RC516"]',
+        )
+    return Selection(
+        _codes(config, section, "select", table.get("select", ["ALL"])),
+        _codes(config, section, "ignore", table.get("ignore", [])),
+        {str(g): _codes(config, section, f"per-file-ignores.{g}", v) for g, v in pfi.items()},
+        level,
+    )
+
+
+def _codes(config: Config, section: str, key: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise section_error(config, section, key, "must be a list of codes", 'e.g. ["RC301"]')
+    return tuple(v.strip() for v in value if v.strip())
+
+
+def check_selection(
+    config: Config, section: str, selection: Selection, rules: Mapping[str, Rule]
+) -> None:
+    """Refuse a code in a gate's selection that no rule has (a typo must not switch a gate
+    off silently)."""
+    from rentcheck.config import suggest_code
+
+    tokens = [("select", t) for t in selection.select] + [("ignore", t) for t in selection.ignore]
+    tokens += [
+        (f"per-file-ignores.{g}", t) for g, c in selection.per_file_ignores.items() for t in c
+    ]
+    for key, token in tokens:
+        if not any(code_matches(code, token) for code in rules):
+            problem = f"unknown rule code {token!r}"
+            raise section_error(config, section, key, problem, suggest_code(token, rules))
+
+
+def _refuse_top_level_codes(config: Config, gate: str, section: str) -> None:
+    """A code of this gate in lint's top-level select/ignore would do nothing here: say
+    where it belongs rather than let it look like it worked."""
+    from rentcheck.gates.table import gate_rule_codes
+
+    tokens = [("select", t) for t in config.select + config.extend_select if t != "ALL"]
+    tokens += [("ignore", t) for t in config.ignore]
+    tokens += [("per-file-ignores", t) for c in config.per_file_ignores.values() for t in c]
+    codes = gate_rule_codes(gate)
+    for key, token in tokens:
+        if len(token.strip()) > 2 and any(code_matches(code, token) for code in codes):
+            where = config.origins.get(key.split(".")[0], "the settings")
+            raise ConfigError(
+                f"{token!r} in {key!r} of {where} is a rule of the {gate} gate, but the "
+                "top-level select/ignore apply to lint only",
+                hint=f"put it under [tool.rentcheck.{section}] {key}",
+            )
+
+
+def judge(
+    config: Config,
+    result: GateResult,
+    *,
+    section: str | None,
+    exit_zero: bool = False,
+    rules: Mapping[str, Rule] | None = None,
+) -> Verdict:
+    """The verdict on ``result`` under ``config``'s selection for the gate's ``section``."""
+    selection = selection_of(config, section)
+    if section is not None and rules is not None:
+        check_selection(config, section, selection, rules)
+        _refuse_top_level_codes(config, result.gate, section)
+    kept = tuple(f for f in result.findings if _counted(f, selection))
+    failing = tuple(
+        f for f in kept if f.severity >= selection.fail_level and f.code not in result.advisory
+    )
+    return Verdict(kept, failing, selection.fail_level, 0 if exit_zero or not failing else 1)
+
+
+def _counted(finding: Finding, selection: Selection) -> bool:
+    code = finding.code
+    if code in ALWAYS_COUNTED:
+        return True
+    if not any(code_matches(code, t) for t in selection.select):
+        return False
+    if any(code_matches(code, t) for t in selection.ignore):
+        return False
+    if finding.path is None:
+        return True
+    return not any(
+        matches_any(finding.path, [glob]) and any(code_matches(code, c) for c in codes)
+        for glob, codes in selection.per_file_ignores.items()
+    )
+
+
+def failing_lines(findings: Sequence[Finding]) -> list[str]:
+    """``location CODE message`` lines, as the pytest items and the CLI's errors show them."""
+    return [f"{f.location()} {f.code} {f.message}" for f in sorted(findings, key=Finding.sort_key)]

@@ -1,0 +1,299 @@
+"""The gate table: one row per lifecycle gate, and every list of gates derived from it.
+
+Adding a gate is one row (here, or a third-party ``Gate`` under the entry-point group
+``rentcheck.gates``) plus its package: the row names the CLI commands and the module that
+registers them, the config section, where the gate's rules live, its pytest module, the
+evidence it records in the ledger and the gates it requires. ``tests/gates/test_table.py``
+holds the derived lists to this table.
+"""
+
+from __future__ import annotations
+
+from functools import cache, lru_cache
+
+from rentcheck.record import record
+
+__all__ = [
+    "GATES",
+    "GATE_ENTRY_POINT_GROUP",
+    "PHASES",
+    "Gate",
+    "Requirement",
+    "all_gates",
+    "command_index",
+    "command_modules",
+    "gate_named",
+    "gate_sections",
+    "gates_for",
+]
+
+GATE_ENTRY_POINT_GROUP = "rentcheck.gates"
+
+# The lifecycle, in order. "maintenance" gates (profile staleness) guard no phase change.
+PHASES: tuple[str, ...] = ("pre-rent", "audit", "launch", "watch", "pull", "teardown")
+MAINTENANCE = "maintenance"
+
+
+@record
+class Requirement:
+    """A gate that must have passed before this one, and what "the same" means for it.
+
+    ``match`` names the evidence that must be equal: ``digest`` (the project's files),
+    ``host`` (the box), ``manifest`` (the manifest on the box now). ``max_age_key`` names the
+    key in the requiring gate's config section that holds the longest acceptable age
+    (``"6h"``, ``"2d"``; ``default_age`` when absent). ``when_configured`` makes the
+    requirement apply only when the required gate's own config section exists.
+    """
+
+    gate: str
+    match: tuple[str, ...] = ("digest",)
+    max_age_key: str | None = None
+    default_age: str | None = None
+    when_configured: bool = False
+
+
+@record
+class Gate:
+    """One lifecycle gate: everything the CLI, the registry, the config, pytest and the
+    ledger need to know about it."""
+
+    name: str
+    phase: str
+    summary: str
+    commands: tuple[str, ...] = ()  # CLI subcommands of this gate
+    cli_module: str | None = None  # rentcheck.commands.<this> registers them; None: generic
+    section: str | None = None  # its [tool.rentcheck.<section>] table (None: top level)
+    section_keys: tuple[str, ...] = ()  # the keys its section accepts (besides judgement keys)
+    rules: tuple[str, str] | None = None  # (module, attribute) of its tuple of Rule
+    # "module:function" (config, options) -> GateResult, for a gate without a command
+    # module of its own (a plugin's): `rentcheck <command>`, `rentcheck gate NAME` and the
+    # pytest item run it.
+    runner: str | None = None
+    pytest_module: str | None = None  # its pytest plugin module (options, items, fixtures)
+    evidence: tuple[str, ...] = ("digest",)  # what its ledger lines are keyed by
+    requires: tuple[Requirement, ...] = ()
+    planned: bool = False  # only its prerequisites are checked so far
+
+    @property
+    def phase_index(self) -> int:
+        return PHASES.index(self.phase) if self.phase in PHASES else len(PHASES)
+
+
+_LAUNCH_AGE = Requirement("audit", ("host",), max_age_key="audit-max-age", default_age="24h")
+
+# The built-in gates, in lifecycle order.
+GATES: tuple[Gate, ...] = (
+    Gate(
+        name="lint",
+        phase="pre-rent",
+        summary="shell, Python and config hygiene of the repository",
+        commands=("check",),
+        cli_module="check",
+        section=None,
+        pytest_module="rentcheck.pytest_plugin",
+    ),
+    Gate(
+        name="smoke",
+        phase="pre-rent",
+        summary="the real entrypoint runs N optimizer steps on CPU",
+        commands=("smoke",),
+        cli_module="run",
+        section="smoke",
+        rules=("rentcheck.run.rules", "SMOKE_RULES"),
+        pytest_module="rentcheck.run.pytest_gate",
+    ),
+    Gate(
+        name="resume",
+        phase="pre-rent",
+        summary="killed at step k, the identical command continues exactly",
+        commands=("resume",),
+        cli_module="run",
+        section="resume",
+        rules=("rentcheck.run.rules", "RESUME_RULES"),
+        pytest_module="rentcheck.run.pytest_gate",
+    ),
+    Gate(
+        name="audit",
+        phase="audit",
+        summary="the box: disks, inodes, budget, durable tier, memory, GPU, live scripts",
+        commands=("audit", "trust", "push"),
+        cli_module="box",
+        section="audit",
+        rules=("rentcheck.box.rules", "BOX_RULES"),
+        pytest_module="rentcheck.box.pytest_gate",
+        evidence=("host",),
+    ),
+    Gate(
+        name="launch",
+        phase="launch",
+        summary="the detached job is alive and printed its first step",
+        section="launch",
+        section_keys=("audit-max-age",),
+        evidence=("digest", "host"),
+        requires=(
+            Requirement("lint"),
+            Requirement("smoke"),
+            Requirement("resume", when_configured=True),
+            _LAUNCH_AGE,
+        ),
+        planned=True,
+    ),
+    Gate(
+        name="watch",
+        phase="watch",
+        summary="alive, advancing, headroom, no new OOM kills",
+        section="watch",
+        evidence=("host",),
+        requires=(Requirement("launch", ("host",)),),
+        planned=True,
+    ),
+    Gate(
+        name="pull",
+        phase="pull",
+        summary="an exact roster with sizes and SHA-256 written on the box",
+        commands=("manifest",),
+        cli_module="pull",
+        section="pull",
+        rules=("rentcheck.pull.rules", "PULL_RULES"),
+        evidence=("manifest",),
+    ),
+    Gate(
+        name="verify",
+        phase="pull",
+        summary="the local copy matches the manifest bit for bit; checkpoints safe and finite",
+        commands=("verify",),
+        cli_module="pull",
+        section="verify",
+        rules=("rentcheck.pull.rules", "PULL_RULES"),
+        pytest_module="rentcheck.pull.pytest_gate",
+        evidence=("manifest",),
+    ),
+    Gate(
+        name="teardown",
+        phase="teardown",
+        summary="nothing is released until the pull was verified against the box as it is now",
+        commands=("teardown",),
+        cli_module="pull",
+        section="teardown",
+        rules=("rentcheck.pull.teardown_rules", "TEARDOWN_RULES"),
+        evidence=("manifest",),
+        requires=(Requirement("verify", ("manifest",)),),
+    ),
+    Gate(
+        name="stale",
+        phase=MAINTENANCE,
+        summary="platform profiles: schema, sections, and facts not older than the limit",
+        commands=("stale", "profiles"),
+        cli_module="stale",
+        section="profiles",
+        rules=("rentcheck.profiles.rules", "RULES"),
+    ),
+)
+
+# Commands that are tools, not gates: (command, module under rentcheck.commands).
+TOOL_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("rules", "rules"),
+    ("rule", "rules"),
+    ("config", "config_cmd"),
+    ("gate", "gate"),
+    ("status", "gate"),
+)
+
+# The one command module of a gate whose commands are not in its own module's name.
+_MODULE_OF_COMMAND = {"profiles": "profiles"}
+
+
+@lru_cache(maxsize=1)
+def all_gates() -> tuple[Gate, ...]:
+    """The built-in gates, then third-party gates from the ``rentcheck.gates`` entry points."""
+    from rentcheck.errors import ConfigError
+    from rentcheck.plugins import entry_points
+
+    found = list(GATES)
+    names = {gate.name for gate in found}
+    for ep in entry_points(GATE_ENTRY_POINT_GROUP):
+        try:
+            loaded = ep.load()
+        except Exception as exc:  # a broken third-party gate must name itself
+            raise ConfigError(
+                f"gate {ep.name!r} ({ep.value}) failed to load: {exc}",
+                hint=f"fix or uninstall the package that provides it (`python -c 'import "
+                f"{ep.module}'` must work)",
+            ) from exc
+        rows = list(loaded) if isinstance(loaded, (list, tuple)) else [loaded]
+        for row in rows:
+            if not isinstance(row, Gate):
+                raise ConfigError(
+                    f"entry point {ep.name!r} of {GATE_ENTRY_POINT_GROUP} gave "
+                    f"{type(row).__name__}, not a rentcheck Gate row",
+                    hint="the entry point loads to a rentcheck.gates.table.Gate",
+                )
+            if row.name in names:
+                raise ConfigError(
+                    f"gate {row.name!r} is defined twice", hint="a plugin gate needs its own name"
+                )
+            names.add(row.name)
+            found.append(row)
+    return tuple(found)
+
+
+def gate_named(name: str) -> Gate:
+    """The gate called ``name``; a UsageError naming the known gates otherwise."""
+    for gate in all_gates():
+        if gate.name == name:
+            return gate
+    from rentcheck.errors import UsageError
+
+    raise UsageError(f"unknown gate {name!r}", hint="known gates: " + known_names())
+
+
+def known_names() -> str:
+    return ", ".join(g.name for g in all_gates()) + " (or a phase: " + ", ".join(PHASES) + ")"
+
+
+def gates_for(name: str) -> tuple[Gate, ...]:
+    """A gate by name, or every gate of a lifecycle phase (``pre-rent``: lint, smoke, resume)."""
+    in_phase = tuple(g for g in all_gates() if g.phase == name)
+    return in_phase or (gate_named(name),)
+
+
+def command_index(gates: tuple[Gate, ...] = GATES) -> dict[str, str]:
+    """Which ``rentcheck.commands`` module registers each subcommand (one import per run).
+    A gate without a module of its own gets the generic one (``gate``)."""
+    index: dict[str, str] = {}
+    for gate in gates:
+        for command in gate.commands:
+            index[command] = _MODULE_OF_COMMAND.get(command, gate.cli_module or "gate")
+    index.update(TOOL_COMMANDS)
+    return index
+
+
+def command_modules(gates: tuple[Gate, ...] = GATES) -> tuple[str, ...]:
+    """Every command module, each once, in the order of ``rentcheck --help``."""
+    return tuple(dict.fromkeys(command_index(gates).values()))
+
+
+def gate_sections(gates: tuple[Gate, ...] | None = None) -> tuple[str, ...]:
+    """The config tables owned by gates, plus ``python`` (the lint gate's training paths)."""
+    rows = all_gates() if gates is None else gates
+    return tuple(dict.fromkeys(["python", *(g.section for g in rows if g.section)]))
+
+
+def section_of_code(code: str) -> str:
+    """The config section of the gate whose rules include ``code`` (a code or prefix)."""
+    for gate in all_gates():
+        if any(rule_code.startswith(code) for rule_code in gate_rule_codes(gate.name)):
+            return gate.section or gate.name
+    return "GATE"  # not reached: the caller saw the code among the gates' rules
+
+
+@cache
+def gate_rule_codes(name: str) -> frozenset[str]:
+    """The codes of one gate's own rules (empty for a gate without rules)."""
+    import importlib
+
+    gate = gate_named(name)
+    if gate.rules is None:
+        return frozenset()
+    module, attribute = gate.rules
+    return frozenset(rule.code for rule in getattr(importlib.import_module(module), attribute))
