@@ -38,8 +38,8 @@ def test_one_item_per_checked_file_with_linter_output(tree: pytest.Pytester, mod
     # ordinary test pass.
     result.assert_outcomes(passed=4, failed=2)
     out = result.stdout.str()
-    result.stdout.fnmatch_lines(["*bad.sh:1:12 RC101 CRLF line endings*"])
-    result.stdout.fnmatch_lines(["*also_bad:1:1 RC103 has a shebang but is not executable*"])
+    result.stdout.fnmatch_lines(["*bad.sh:1:12: RC101 [[]*] CRLF line endings*"])
+    result.stdout.fnmatch_lines(["*also_bad:1:1: RC103 has a shebang but is not executable*"])
     assert "Traceback" not in out and "def runtest" not in out
 
 
@@ -63,7 +63,9 @@ def test_status_item_runs_repository_checks(pytester: pytest.Pytester) -> None:
     subprocess.run(["git", "add", "-A"], cwd=pytester.path, check=True)
     result = pytester.runpytest_subprocess("--rentcheck", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*.gitattributes RC102 1 shell script(s) not pinned to LF*"])
+    result.stdout.fnmatch_lines(
+        ["*.gitattributes: RC102 [[]*] 1 shell script(s) not pinned to LF*"]
+    )
 
 
 def test_config_excludes_and_ignores_apply(tree: pytest.Pytester) -> None:

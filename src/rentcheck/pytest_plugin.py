@@ -1,6 +1,7 @@
-"""pytest adapter: ``pytest --rentcheck`` turns the lint gate into test items.
+"""pytest adapter: ``pytest --rentcheck`` (or ``--rentcheck-gate lint``) turns the lint gate
+into test items; ``--rentcheck-gate NAME`` runs any gate or phase (rentcheck.gates.pytest_items).
 
-Inert unless ``--rentcheck`` is given. With it, every file a selected rule applies to becomes
+Inert unless asked. With it, every file a selected rule applies to becomes
 one item (failures print ``path:line:col CODE message`` lines, no traceback), and one status
 item fails when nothing was checked, so an empty or mis-pointed run cannot pass. Repository
 checks (e.g. ``.gitattributes``) run in the status item. Each item judges its own file, so the
@@ -19,33 +20,38 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-if TYPE_CHECKING:
-    from _pytest._code.code import TerminalRepr
+from rentcheck.gates.pytest_items import GateFailure, GateItem
 
+if TYPE_CHECKING:
     from rentcheck.lint.engine import Linter
     from rentcheck.lint.source import SourceFile
     from rentcheck.lint.walk import GitRepo
-    from rentcheck.model import Finding
 
 __all__ = ["RentcheckFile", "RentcheckFileItem", "RentcheckStatusItem"]
 
 _LINTER_KEY = pytest.StashKey["Linter"]()
 _STATUS_NAME = "rentcheck-status"
 
-# Each gate (audit, verify, smoke, ...) brings its own pytest plugin module: options, fixtures
-# and gate items, registered here so one entry point serves them all. Such a module must be
-# as cheap to import as this one (heavy imports inside functions only).
-GATE_PLUGINS: tuple[str, ...] = (
-    "rentcheck.box.pytest_gate",
-    "rentcheck.run.pytest_gate",
-    "rentcheck.pull.pytest_gate",
-)
+
+def _gate_plugins() -> tuple[str, ...]:
+    """Each gate's own pytest module (options, fixtures, items), from the gate table; all
+    served by this one entry point. Such a module must be as cheap to import as this one."""
+    from rentcheck.gates.table import all_gates
+
+    mine = __name__
+    return tuple(
+        dict.fromkeys(
+            g.pytest_module for g in all_gates() if g.pytest_module != mine and g.pytest_module
+        )
+    )
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     import importlib
 
-    for name in GATE_PLUGINS:
+    from rentcheck.gates import pytest_items
+
+    for name in _gate_plugins():
         # pytest_addoption is a historic hook: plugins registered now still get it called.
         if not pluginmanager.has_plugin(name):
             pluginmanager.register(importlib.import_module(name), name)
@@ -60,15 +66,29 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         metavar="FILE",
         help="rentcheck.yaml or pyproject.toml to use (default: found from the rootdir)",
     )
+    pytest_items.addoption(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from rentcheck.gates.pytest_items import GateRecorder, requested_gates
+    from rentcheck.gates.table import all_gates
+
+    if requested_gates(config):
+        config.pluginmanager.register(GateRecorder(config), "rentcheck-gate-recorder")
+
     config.addinivalue_line("markers", "rentcheck: a rentcheck gate item (lint file or status)")
+    names = ", ".join(g.name for g in all_gates())
     config.addinivalue_line(
         "markers",
-        "rentcheck_gate(name): make this test part of a rentcheck gate "
-        "(lint, smoke, resume, audit, verify); it runs with that gate",
+        f"rentcheck_gate(name): make this test part of a rentcheck gate ({names}); it runs "
+        "only when that gate is asked for, and its outcome is part of the gate's verdict",
     )
+
+
+def _lint_requested(config: pytest.Config) -> bool:
+    from rentcheck.gates.pytest_items import requested_gates
+
+    return "lint" in requested_gates(config)
 
 
 def _linter(config: pytest.Config) -> Linter:
@@ -86,7 +106,7 @@ def _linter(config: pytest.Config) -> Linter:
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RentcheckFile | None:
     config = parent.config
-    if not config.getoption("rentcheck"):
+    if not _lint_requested(config):
         return None
     from rentcheck.lint.source import SourceFile
     from rentcheck.pathmatch import matches_any
@@ -130,28 +150,21 @@ def _git_root(directory: Path) -> str | None:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # first, so that -m/-k selection also sees the gate items
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    if not config.getoption("rentcheck"):
+    from rentcheck.gates.pytest_items import add_table_items, join_marked_tests
+
+    join_marked_tests(config, items)
+    add_table_items(session, items)
+    if not _lint_requested(config):
         return
     checked = [item for item in items if isinstance(item, RentcheckFileItem)]
     status = RentcheckStatusItem.from_parent(session, name=_STATUS_NAME)
+    status.setup_gate("lint")
     status.checked = [item.source for item in checked]
     items.append(status)
-
-
-class RentcheckError(Exception):
-    """Carries the finding lines of one failed item (shown without a traceback)."""
-
-
-def _repr_failure(
-    item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException]
-) -> str | TerminalRepr:
-    if excinfo.errisinstance(RentcheckError):
-        return str(excinfo.value)
-    # An unexpected error inside rentcheck itself: keep pytest's full report for it.
-    return pytest.Item.repr_failure(item, excinfo)
 
 
 class RentcheckFile(pytest.File):
@@ -159,42 +172,26 @@ class RentcheckFile(pytest.File):
 
     def collect(self) -> Iterator[RentcheckFileItem]:
         item = RentcheckFileItem.from_parent(self, name="rentcheck")
+        item.setup_gate("lint")
         item.source = self.source
         yield item
 
 
-class RentcheckFileItem(pytest.Item):
+class RentcheckFileItem(GateItem):
     source: SourceFile
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.add_marker("rentcheck")
 
     def runtest(self) -> None:
         linter = _linter(self.config)
         findings, _ = linter.check_source(self.source)
-        _raise_if_failing(findings, linter)
+        from rentcheck.gates.judge import GateResult
 
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> str | TerminalRepr:
-        return _repr_failure(self, excinfo)
+        self.raise_if_failing(linter.config, GateResult("lint", findings))
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, f"rentcheck {self.path.name}"
 
 
-def _raise_if_failing(findings: list[Finding], linter: Linter) -> None:
-    failing = [f for f in findings if f.severity >= linter.config.fail_level]
-    if failing:
-        lines = [
-            f"{f.location()} {f.code} {f.message}"
-            for f in sorted(failing, key=lambda f: f.sort_key())
-        ]
-        raise RentcheckError("\n".join(lines))
-
-
-class RentcheckStatusItem(pytest.Item):
+class RentcheckStatusItem(GateItem):
     """Fails when nothing was checked; also runs the repository-level checks."""
 
     checked: list[SourceFile]
@@ -202,11 +199,10 @@ class RentcheckStatusItem(pytest.Item):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.checked = []
-        self.add_marker("rentcheck")
 
     def runtest(self) -> None:
         if not self.checked:
-            raise RentcheckError(
+            raise GateFailure(
                 "rentcheck checked no files: no file under the collected paths matches a "
                 "selected rule (check the paths given to pytest and `exclude` in the config)"
             )
@@ -217,12 +213,9 @@ class RentcheckStatusItem(pytest.Item):
         findings = [
             f for root, files in by_root.items() for f in linter.project_findings(root, files)
         ]
-        _raise_if_failing(findings, linter)
+        from rentcheck.gates.judge import GateResult
 
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> str | TerminalRepr:
-        return _repr_failure(self, excinfo)
+        self.raise_if_failing(linter.config, GateResult("lint", findings))
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, _STATUS_NAME

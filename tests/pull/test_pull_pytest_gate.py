@@ -71,7 +71,10 @@ def test_missing_root_fails_the_item_in_one_line(project: pytest.Pytester) -> No
     result = project.runpytest_subprocess(*FAST, "--rentcheck-verify", "nowhere")
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
-        ["*rentcheck-verify?nowhere?*", "*/nowhere: '*/nowhere' is not a directory*"]
+        [
+            "*rentcheck-verify?nowhere?*",
+            "*rentcheck-verify[[]nowhere]: '*/nowhere' is not a directory*",
+        ]
     )
 
 

@@ -46,7 +46,7 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 def test_without_the_option_the_gate_tests_are_skipped(pytester: pytest.Pytester) -> None:
     result = _run(_project(pytester), "-rs")
     result.assert_outcomes(passed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*the smoke gate was not asked for (--rentcheck-smoke)*"])
+    result.stdout.fnmatch_lines(["*the smoke gate was not asked for (--rentcheck-gate smoke)*"])
     assert "rentcheck smoke gate" not in result.stdout.str()
 
 
@@ -66,7 +66,7 @@ def test_a_failing_smoke_fails_its_item_without_a_traceback(pytester: pytest.Pyt
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
-        ["*smoke: FAILED*", "*class: non-finite: step=1 loss=nan*", "<project> RC607 NaN/Inf*"]
+        ["*smoke: FAILED*", "*class: non-finite: step=1 loss=nan*", "<project>: RC607 NaN/Inf*"]
     )
     assert "Traceback" not in out and "def runtest" not in out
     result.stdout.fnmatch_lines(
@@ -85,4 +85,4 @@ def test_a_config_error_is_one_clean_line(pytester: pytest.Pytester) -> None:
     pytester.path.joinpath("rentcheck.yaml").write_text("smoke:\n  steps: 0\n  command: x\n")
     result = pytester.runpytest_subprocess("--rentcheck-smoke", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["rentcheck smoke: smoke.steps in *must be an integer >= 1*"])
+    result.stdout.fnmatch_lines(["rentcheck-smoke: smoke.steps in *must be an integer >= 1*"])

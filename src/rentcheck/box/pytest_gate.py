@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-if TYPE_CHECKING:
-    from _pytest._code.code import TerminalRepr
+from rentcheck.gates.pytest_items import GateItem
 
+if TYPE_CHECKING:
     from rentcheck.box.transport import Box
     from rentcheck.config import Config
 
-__all__ = ["AuditGateError", "AuditItem"]
+__all__ = ["AuditItem"]
 
 GATE = "audit"
 
@@ -44,11 +44,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _settings(config: pytest.Config) -> tuple[Config, Any]:
     from rentcheck.box.settings import audit_settings
-    from rentcheck.config import load_config
+    from rentcheck.gates.pytest_items import load_project_config
 
-    rc_config = load_config(
-        str(config.rootpath), explicit=config.getoption("rentcheck_config", None)
-    )
+    rc_config = load_project_config(config)
     ssh_config = config.getoption("rentcheck_ssh_config")
     overrides = {"ssh_config": ssh_config} if ssh_config else {}
     return rc_config, audit_settings(rc_config, overrides=overrides)
@@ -57,14 +55,16 @@ def _settings(config: pytest.Config) -> tuple[Config, Any]:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
+    from rentcheck.gates.pytest_items import requested_gates
+
     hosts: list[str] = config.getoption("rentcheck_audit")
-    for item in items:
-        marker = item.get_closest_marker("rentcheck_gate")
-        if marker and marker.args and marker.args[0] == GATE and not hosts:
-            item.add_marker(pytest.mark.skip(reason="the audit gate was not asked for"))
+    if GATE in requested_gates(config) and not hosts:
+        raise pytest.UsageError(
+            "the audit gate needs a box: --rentcheck-audit HOST (an ssh alias, or local)"
+        )
     for host in dict.fromkeys(hosts):
         audit = AuditItem.from_parent(session, name=f"rentcheck-audit[{host}]")
-        audit.host = host
+        audit.setup_gate(GATE, host)
         items.append(audit)
 
 
@@ -95,39 +95,22 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         transport.close_all()
 
 
-class AuditGateError(Exception):
-    """The finding lines of a failed audit item (shown without a traceback)."""
-
-
-class AuditItem(pytest.Item):
-    host: str
-
+class AuditItem(GateItem):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.add_marker("rentcheck")
         if self.config.pluginmanager.hasplugin("xdist"):
             self.add_marker(pytest.mark.xdist_group(name=f"rentcheck-{self.name}"))
 
     def runtest(self) -> None:
         from rentcheck.box.runner import run_audit
-        from rentcheck.errors import RentcheckError
+        from rentcheck.gates.judge import GateResult
         from rentcheck.registry import all_rules
 
+        assert self.host is not None  # noqa: S101 - setup_gate gave it one
         rc_config, settings = _settings(self.config)
-        try:
-            result = run_audit(self.host, rc_config, settings, all_rules())
-        except RentcheckError as exc:
-            raise AuditGateError(f"{self.host}: {exc}") from exc
-        failing = [f for f in result.findings if f.severity >= rc_config.fail_level]
-        if failing:
-            raise AuditGateError("\n".join(f"{self.host}: {f.code} {f.message}" for f in failing))
-
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> str | TerminalRepr:
-        if excinfo.errisinstance(AuditGateError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
+        result = run_audit(self.host, rc_config, settings, all_rules())
+        gate = GateResult(GATE, result.findings, host=self.host)
+        self.raise_if_failing(rc_config, gate)
 
     def reportinfo(self) -> tuple[str, None, str]:
         return self.name, None, self.name

@@ -185,5 +185,7 @@ def _counted(finding: Finding, selection: Selection) -> bool:
 
 
 def failing_lines(findings: Sequence[Finding]) -> list[str]:
-    """``location CODE message`` lines, as the pytest items and the CLI's errors show them."""
-    return [f"{f.location()} {f.code} {f.message}" for f in sorted(findings, key=Finding.sort_key)]
+    """``where: CODE message`` lines, as the text report shows them (the pytest items)."""
+    from rentcheck.report.text import finding_line
+
+    return [finding_line(f) for f in sorted(findings, key=Finding.sort_key)]

@@ -105,7 +105,35 @@ class GateRun:
 
     def record(self, result: GateResult, verdict: Verdict) -> str | None:
         """Append the verdict; a ledger that cannot be written is a warning, not a failure."""
-        entry = ledger_entry(self, result, verdict)
+        return self.record_outcome(
+            passed=verdict.passed,
+            failing=sorted({f.code for f in verdict.failing}),
+            findings=len(verdict.findings),
+            host=result.host,
+            profile=result.profile,
+            evidence=result.evidence,
+        )
+
+    def record_outcome(
+        self,
+        *,
+        passed: bool,
+        failing: list[str],
+        findings: int,
+        host: str | None = None,
+        profile: str | None = None,
+        evidence: Mapping[str, str | None] | None = None,
+    ) -> str | None:
+        """Append one ledger line (the pytest controller calls this with its items' outcome)."""
+        entry = ledger_entry(
+            self,
+            passed=passed,
+            failing=failing,
+            findings=findings,
+            host=host,
+            profile=profile,
+            evidence=evidence or {},
+        )
         try:
             return append_entry(self.root, entry)
         except (OSError, ValueError) as exc:
@@ -116,22 +144,31 @@ class GateRun:
         return any(f.code == "RC913" for f in self.order_findings)
 
 
-def ledger_entry(run: GateRun, result: GateResult, verdict: Verdict) -> dict[str, Any]:
-    """The ledger line of one gate result (see ``rentcheck/ledger/v1`` in the README)."""
+def ledger_entry(
+    run: GateRun,
+    *,
+    passed: bool,
+    failing: list[str],
+    findings: int,
+    host: str | None,
+    profile: str | None,
+    evidence: Mapping[str, str | None],
+) -> dict[str, Any]:
+    """The ledger line of one gate result (``rentcheck/ledger/v1``, see the README)."""
     from rentcheck import __version__
 
-    evidence = run.evidence()
-    digest = evidence["digest"]
+    known = run.evidence()
+    digest = known["digest"]
     if digest is not None:
         save_tree(run.project())
-    if run.gate.planned and verdict.passed:
+    if run.gate.planned and passed:
         outcome = "ready"  # only its prerequisites exist so far
-    elif run.forced() and verdict.passed:
+    elif run.forced() and passed:
         outcome = "forced"
     else:
-        outcome = "pass" if verdict.passed else "fail"
+        outcome = "pass" if passed else "fail"
     now = time.time()
-    recorded = {key: value for key, value in result.evidence.items() if value is not None}
+    recorded = {key: value for key, value in evidence.items() if value is not None}
     if run.manifest is not None:
         recorded.setdefault("manifest", run.manifest)
     return {
@@ -141,13 +178,13 @@ def ledger_entry(run: GateRun, result: GateResult, verdict: Verdict) -> dict[str
         "verdict": outcome,
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
         "unix_time": round(now, 3),
-        "host": result.host or run.host,
-        "profile": result.profile,
+        "host": host or run.host,
+        "profile": profile,
         "digest": digest,
         "config_digest": run.config.digest(),
         "evidence": recorded,
-        "failing": sorted({f.code for f in verdict.failing}),
-        "findings": len(verdict.findings),
+        "failing": failing,
+        "findings": findings,
         "forced": {"reason": run.force_reason} if run.forced() else None,
         "via": run.via,
         "version": __version__,

@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-if TYPE_CHECKING:
-    from _pytest._code.code import TerminalRepr
+from rentcheck import record
+from rentcheck.gates.pytest_items import GateItem
 
+if TYPE_CHECKING:
     from rentcheck.config import Config
     from rentcheck.pull.settings import VerifySettings
     from rentcheck.pull.verify import VerifyResult
 
-__all__ = ["VerifyGateError", "VerifyItem"]
+__all__ = ["VerifyItem"]
 
 GATE = "verify"
 
@@ -47,12 +48,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _settings(config: pytest.Config, **overrides: Any) -> tuple[Config, VerifySettings]:
-    from rentcheck.config import load_config
+    from rentcheck.gates.pytest_items import load_project_config
     from rentcheck.pull.settings import verify_settings
 
-    rc_config = load_config(
-        str(config.rootpath), explicit=config.getoption("rentcheck_config", None)
-    )
+    rc_config = load_project_config(config)
     return rc_config, verify_settings(rc_config, **overrides)
 
 
@@ -66,14 +65,17 @@ def _roots(config: pytest.Config) -> list[str]:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
+    from rentcheck.gates.pytest_items import requested_gates
+
     roots = config.getoption("rentcheck_verify")
-    for item in items:
-        marker = item.get_closest_marker("rentcheck_gate")
-        if marker and marker.args and marker.args[0] == GATE and not roots:
-            item.add_marker(pytest.mark.skip(reason="the verify gate was not asked for"))
+    if GATE in requested_gates(config) and not roots:
+        raise pytest.UsageError(
+            "the verify gate needs the pulled directory: --rentcheck-verify PATH"
+        )
     base = str(config.invocation_params.dir)
     for given in dict.fromkeys(roots):
         item = VerifyItem.from_parent(session, name=f"rentcheck-verify[{given}]")
+        item.setup_gate(GATE)
         item.root = os.path.join(base, given)
         items.append(item)
 
@@ -107,44 +109,25 @@ def rentcheck_verify(pytestconfig: pytest.Config) -> Callable[..., VerifyResult]
     return verify
 
 
-class VerifyGateError(Exception):
-    """The finding lines of a failed verify item (shown without a traceback)."""
-
-
-class VerifyItem(pytest.Item):
+class VerifyItem(GateItem):
     root: str
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.add_marker("rentcheck")
-
     def runtest(self) -> None:
-        from rentcheck.errors import RentcheckError
-        from rentcheck.pull.gate import blocking, run_verify
+        from rentcheck.gates.judge import GateResult
+        from rentcheck.pull.gate import run_verify
 
-        try:
-            rc_config, settings = _settings(self.config)
-            result = run_verify(
-                self.root,
-                settings,
-                expected_run_id=self.config.getoption("rentcheck_expect_run_id"),
-            )
-        except RentcheckError as exc:
-            raise VerifyGateError(f"{self.root}: {exc}") from exc
-        failing = blocking(result.findings, rc_config.fail_level, settings.advisory)
-        if failing:
-            lines = [
-                f"{os.path.join(self.root, f.path) if f.path else self.root}: {f.code} {f.message}"
-                for f in failing
-            ]
-            raise VerifyGateError("\n".join(lines))
-
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> str | TerminalRepr:
-        if excinfo.errisinstance(VerifyGateError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
+        rc_config, settings = _settings(self.config)
+        result = run_verify(
+            self.root,
+            settings,
+            expected_run_id=self.config.getoption("rentcheck_expect_run_id"),
+        )
+        shown = [
+            record.replace(f, path=os.path.join(self.root, f.path) if f.path else self.root)
+            for f in result.findings
+        ]
+        gate = GateResult(GATE, shown, advisory=settings.advisory)
+        self.raise_if_failing(rc_config, gate)
 
     def reportinfo(self) -> tuple[str, None, str]:
         return self.name, None, self.name

@@ -14,7 +14,8 @@ _BOLD = "\033[1m"
 _RESET = "\033[0m"
 
 
-def _line(finding: Finding, color: bool) -> str:
+def finding_line(finding: Finding, color: bool = False) -> str:
+    """``where: CODE message``: one finding, as every text output shows it."""
     marker = " [*]" if finding.fix and finding.fix.applicability is Applicability.SAFE else ""
     code = finding.code
     where = finding.location()
@@ -25,7 +26,7 @@ def _line(finding: Finding, color: bool) -> str:
 
 
 def render_concise(report: Report, color: bool) -> str:
-    lines = [_line(f, color) for f in report.findings]
+    lines = [finding_line(f, color) for f in report.findings]
     lines.append(report.summary_text())
     return "\n".join(lines) + "\n"
 
@@ -33,7 +34,7 @@ def render_concise(report: Report, color: bool) -> str:
 def render_full(report: Report, color: bool) -> str:
     lines: list[str] = []
     for finding in report.findings:
-        lines.append(_line(finding, color))
+        lines.append(finding_line(finding, color))
         rule = report.rules.get(finding.code)
         if rule is not None:
             lines.append(f"  = {finding.severity.label} [{rule.name}]")

@@ -12,24 +12,20 @@ overfit-one-batch test. Nothing heavy is imported until an item or a fixture run
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-if TYPE_CHECKING:
-    from _pytest._code.code import TerminalRepr
-    from _pytest.terminal import TerminalReporter
+from rentcheck.gates.pytest_items import GateItem
 
+if TYPE_CHECKING:
     from rentcheck.config import Config
-    from rentcheck.model import Finding
     from rentcheck.run.resume_outcome import ResumeOutcome
     from rentcheck.run.smoke import SmokeOutcome
 
-__all__ = ["ResumeRunner", "RunGateError", "RunGateItem", "SmokeRunner"]
+__all__ = ["ResumeRunner", "RunGateItem", "SmokeRunner"]
 
 GATES = ("smoke", "resume")
-_PROPERTY = "rentcheck_gate"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -48,14 +44,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _requested(config: pytest.Config) -> list[str]:
-    return [gate for gate in GATES if config.getoption(f"rentcheck_{gate}", False)]
-
-
 def _load(config: pytest.Config) -> Config:
-    from rentcheck.config import load_config
+    from rentcheck.gates.pytest_items import load_project_config
 
-    return load_config(str(config.rootpath), explicit=config.getoption("rentcheck_config", None))
+    return load_project_config(config)
 
 
 # First, so that -m/-k selection (pytest's own hook) also sees the gate items.
@@ -63,63 +55,28 @@ def _load(config: pytest.Config) -> Config:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    requested = _requested(config)
-    for item in items:
-        marker = item.get_closest_marker("rentcheck_gate")
-        gate = marker.args[0] if marker and marker.args else None
-        if gate not in GATES:
-            continue
-        if gate in requested:
-            item.user_properties.append((_PROPERTY, gate))
-        else:
-            reason = f"the {gate} gate was not asked for (--rentcheck-{gate})"
-            item.add_marker(pytest.mark.skip(reason=reason))
+    from rentcheck.gates.pytest_items import requested_gates
+
+    requested = requested_gates(config)
     gate_items: list[pytest.Item] = []
-    for gate in requested:
-        gate_item = RunGateItem.from_parent(session, name=f"rentcheck-{gate}")
-        gate_item.gate = gate
-        gate_item.add_marker(pytest.mark.rentcheck_gate(gate))
-        gate_item.user_properties.append((_PROPERTY, gate))
-        gate_items.append(gate_item)
+    for gate in GATES:
+        if gate in requested:
+            gate_item = RunGateItem.from_parent(session, name=f"rentcheck-{gate}")
+            gate_item.setup_gate(gate)
+            gate_items.append(gate_item)
     items[:0] = gate_items
 
 
-class RunGateError(Exception):
-    """A gate's verdict and findings, shown without a traceback."""
-
-
-class RunGateItem(pytest.Item):
-    gate: str = "smoke"
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.add_marker("rentcheck")
-
+class RunGateItem(GateItem):
     def runtest(self) -> None:
+        from rentcheck.gates.judge import GateResult
+
         config = _load(self.config)
         runner = SmokeRunner(config) if self.gate == "smoke" else ResumeRunner(config)
         outcome: SmokeOutcome | ResumeOutcome = runner.run()
-        failing = [f for f in outcome.findings if f.severity >= config.fail_level]
-        if failing:
-            raise RunGateError("\n".join([*outcome.verdict_lines(), "", *_finding_lines(failing)]))
-
-    def repr_failure(
-        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
-    ) -> str | TerminalRepr:
-        if excinfo.errisinstance(RunGateError):
-            return str(excinfo.value)
-        from rentcheck.errors import RentcheckError
-
-        if excinfo.errisinstance(RentcheckError):
-            return f"rentcheck {self.gate}: {excinfo.value}"
-        return super().repr_failure(excinfo, style=style)
-
-    def reportinfo(self) -> tuple[Path, None, str]:
-        return self.path, None, f"rentcheck-{self.gate}"
-
-
-def _finding_lines(findings: Sequence[Finding]) -> list[str]:
-    return [f"{f.location()} {f.code} {f.message}" for f in findings]
+        result = GateResult(self.gate, list(outcome.findings))
+        result.headline = tuple(outcome.verdict_lines())
+        self.raise_if_failing(config, result)
 
 
 class SmokeRunner:
@@ -214,26 +171,3 @@ def rentcheck_smoke(pytestconfig: pytest.Config) -> SmokeRunner:
 def rentcheck_resume(pytestconfig: pytest.Config) -> ResumeRunner:
     """Runs this project's resume gate (``.run(signals=["SIGKILL"], ...)``)."""
     return ResumeRunner(_load(pytestconfig))
-
-
-def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
-    requested = _requested(terminalreporter.config)
-    if not requested:
-        return
-    results: dict[str, dict[str, list[str]]] = {gate: {} for gate in requested}
-    for reports in terminalreporter.stats.values():
-        for report in reports:
-            if not isinstance(report, pytest.TestReport):
-                continue  # e.g. deselected items
-            gate = dict(report.user_properties).get(_PROPERTY)
-            # The call decides; setup and teardown count only when they did not pass.
-            if gate in results and (report.when == "call" or not report.passed):
-                results[gate].setdefault(report.outcome, []).append(report.nodeid)
-    for gate, outcomes in results.items():
-        total = sum(len(v) for v in outcomes.values())
-        failed = outcomes.get("failed", [])
-        verdict = "FAILED" if failed or not total else "PASSED"
-        counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(outcomes.items()))
-        terminalreporter.write_line(f"rentcheck {gate} gate: {verdict} ({counts or 'nothing ran'})")
-        for nodeid in failed:
-            terminalreporter.write_line(f"  failed: {nodeid}")

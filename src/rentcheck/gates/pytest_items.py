@@ -1,0 +1,268 @@
+"""The one pytest item base of every gate, its one failure type, and the gate hooks.
+
+``GateItem`` carries the ``rentcheck`` and ``rentcheck_gate(NAME)`` markers, shows a failure
+as finding lines without a traceback, and judges a ``GateResult`` with the same ``judge`` as
+the CLI. ``pytest --rentcheck-gate NAME`` (a gate or a phase) asks for gates; a test marked
+``@pytest.mark.rentcheck_gate("NAME")`` runs only when its gate was asked for, and its
+outcome is part of that gate's verdict. After the run the controller (never an xdist
+worker) appends one ledger line per gate (and host). Importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from _pytest._code.code import TerminalRepr
+    from _pytest.terminal import TerminalReporter
+
+    from rentcheck.config import Config
+    from rentcheck.gates.judge import GateResult
+
+__all__ = ["GateFailure", "GateItem", "GateRecorder", "TableGateItem", "requested_gates"]
+
+GATE_PROPERTY = "rentcheck_gate"
+HOST_PROPERTY = "rentcheck_host"
+FAILING_PROPERTY = "rentcheck_failing"
+_REQUESTED = pytest.StashKey[frozenset[str]]()
+
+# The older per-gate options, each of which also asks for its gate.
+LEGACY_OPTIONS = {
+    "lint": "rentcheck",
+    "smoke": "rentcheck_smoke",
+    "resume": "rentcheck_resume",
+    "audit": "rentcheck_audit",
+    "verify": "rentcheck_verify",
+}
+
+
+class GateFailure(Exception):
+    """A gate's verdict and failing finding lines, shown without a traceback."""
+
+
+def load_project_config(config: pytest.Config) -> Config:
+    from rentcheck.config import load_config
+
+    return load_config(str(config.rootpath), explicit=config.getoption("rentcheck_config", None))
+
+
+class GateItem(pytest.Item):
+    """An item of one gate (``gate``), for one host where the gate is judged per host."""
+
+    gate: str = "lint"
+    host: str | None = None
+
+    def setup_gate(self, gate: str, host: str | None = None) -> None:
+        """Attach the item to ``gate`` (call right after ``from_parent``)."""
+        self.gate = gate
+        self.host = host
+        self.add_marker("rentcheck")
+        self.add_marker(pytest.mark.rentcheck_gate(gate))
+        self.user_properties.append((GATE_PROPERTY, gate))
+        if host is not None:
+            self.user_properties.append((HOST_PROPERTY, host))
+
+    def raise_if_failing(self, config: Config, result: GateResult) -> None:
+        """Judge ``result`` as the CLI does; fail with its headline and finding lines."""
+        from rentcheck.gates.judge import failing_lines, judge
+        from rentcheck.gates.table import gate_named
+
+        verdict = judge(config, result, section=gate_named(self.gate).section)
+        if verdict.failing:
+            codes = ",".join(sorted({f.code for f in verdict.failing}))
+            self.user_properties.append((FAILING_PROPERTY, codes))
+            lines = [*result.headline, *([""] if result.headline else [])]
+            lines += failing_lines(verdict.failing)
+            raise GateFailure("\n".join(lines))
+
+    def repr_failure(
+        self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None
+    ) -> str | TerminalRepr:
+        if excinfo.errisinstance(GateFailure):
+            return str(excinfo.value)
+        from rentcheck.errors import RentcheckError
+
+        if excinfo.errisinstance(RentcheckError):
+            return f"{self.name}: {excinfo.value}"
+        # An unexpected error inside rentcheck itself: keep pytest's full report for it.
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path | str, None, str]:
+        return self.path, None, self.name
+
+
+class TableGateItem(GateItem):
+    """A gate with no pytest module of its own (a planned or a plugin gate): its
+    prerequisites, then its runner when it has one, judged like every gate."""
+
+    def runtest(self) -> None:
+        import importlib
+
+        from rentcheck.gates.judge import GateResult
+        from rentcheck.gates.run import GateRun
+        from rentcheck.gates.table import gate_named
+
+        config = load_project_config(self.config)
+        row = gate_named(self.gate)
+        run = GateRun(config, row, host=self.host, via="pytest")
+        result = GateResult(row.name, [])
+        if run.precheck() and row.runner is not None:
+            module, _, function = row.runner.partition(":")
+            result = getattr(importlib.import_module(module), function)(config, {"host": self.host})
+        result.findings = [*run.order_findings, *result.findings]
+        self.raise_if_failing(config, result)
+
+
+def requested_gates(config: pytest.Config) -> frozenset[str]:
+    """The gates this pytest run asked for (``--rentcheck-gate`` and the per-gate options)."""
+    found = config.stash.get(_REQUESTED, None)
+    if found is not None:
+        return found
+    from rentcheck.errors import UsageError
+    from rentcheck.gates.table import gates_for
+
+    names: set[str] = set()
+    for given in config.getoption("rentcheck_gate", None) or []:
+        try:
+            names.update(g.name for g in gates_for(given))
+        except UsageError as exc:
+            raise pytest.UsageError(f"--rentcheck-gate {given}: {exc}") from None
+    for gate, option in LEGACY_OPTIONS.items():
+        if config.getoption(option, None):
+            names.add(gate)
+    found = frozenset(names)
+    config.stash[_REQUESTED] = found
+    return found
+
+
+def addoption(parser: pytest.Parser) -> None:
+    from rentcheck.gates.table import known_names
+
+    group = parser.getgroup("rentcheck")
+    group.addoption(
+        "--rentcheck-gate",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run this gate, or every gate of this phase, as items (" + known_names() + "); "
+        "tests marked rentcheck_gate(NAME) join it; repeatable",
+    )
+
+
+def join_marked_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marked tests join their gate, or are skipped; an unknown gate name is an error."""
+    from rentcheck.gates.table import all_gates, known_names
+
+    names = {g.name for g in all_gates()}
+    requested = requested_gates(config)
+    for item in items:
+        marker = item.get_closest_marker("rentcheck_gate")
+        if marker is None or isinstance(item, GateItem):
+            continue
+        gate = marker.args[0] if marker.args else marker.kwargs.get("name")
+        if gate not in names:
+            raise pytest.UsageError(
+                f"{item.nodeid}: rentcheck_gate({gate!r}) names no gate; known: {known_names()}"
+            )
+        if gate in requested:
+            item.user_properties.append((GATE_PROPERTY, gate))
+        else:
+            reason = f"the {gate} gate was not asked for (--rentcheck-gate {gate})"
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def add_table_items(session: pytest.Session, items: list[pytest.Item]) -> None:
+    """Items for requested gates that no gate module serves (planned and plugin gates)."""
+    from rentcheck.gates.table import all_gates
+
+    requested = requested_gates(session.config)
+    hosts: list[str] = session.config.getoption("rentcheck_audit", None) or []
+    for row in all_gates():
+        if row.name not in requested or row.pytest_module is not None:
+            continue
+        if row.runner is None and not row.planned:
+            raise pytest.UsageError(
+                f"--rentcheck-gate {row.name}: this gate runs from the CLI only "
+                f"(`rentcheck {row.commands[0] if row.commands else 'gate ' + row.name}`)"
+            )
+        per_host: list[str | None] = [*hosts] if hosts and "host" in row.evidence else [None]
+        for host in per_host:
+            name = f"rentcheck-{row.name}" + (f"[{host}]" if host else "")
+            item = TableGateItem.from_parent(session, name=name)
+            item.setup_gate(row.name, host)
+            items.append(item)
+
+
+class GateRecorder:
+    """Keeps each gate's outcome from the reports (on the controller, also under xdist),
+    writes the ledger at the end (the controller only) and prints one line per gate."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.outcomes: dict[tuple[str, str | None], dict[str, Any]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        gate = props.get(GATE_PROPERTY)
+        # The call decides; setup and teardown count only when they did not pass.
+        if gate is None or (report.when != "call" and report.passed):
+            return
+        host = props.get(HOST_PROPERTY)
+        key = (str(gate), None if host is None else str(host))
+        entry = self.outcomes.setdefault(key, {"by_outcome": {}, "codes": set()})
+        entry["by_outcome"].setdefault(report.outcome, []).append(report.nodeid)
+        codes = props.get(FAILING_PROPERTY)
+        if report.failed and codes:
+            entry["codes"].update(str(codes).split(","))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(self.config, "workerinput") or not self.outcomes:
+            return  # an xdist worker: the controller has every report and writes
+        from rentcheck.errors import RentcheckError
+        from rentcheck.gates.run import GateRun
+
+        try:
+            rc_config = load_project_config(self.config)
+        except RentcheckError:
+            return
+        partial = _partial_lint(self.config, rc_config.root)
+        for (gate, host), outcome in sorted(self.outcomes.items(), key=_by_gate):
+            if gate == "lint" and partial:
+                continue  # lint of some paths proves nothing about the project
+            failed = outcome["by_outcome"].get("failed", [])
+            GateRun(rc_config, gate, host=host, via="pytest").record_outcome(
+                passed=not failed and bool(outcome["by_outcome"].get("passed")),
+                failing=sorted(outcome["codes"]) or (["test"] if failed else []),
+                findings=len(failed),
+                host=host,
+            )
+
+    def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
+        for gate in sorted(requested_gates(self.config)):
+            merged: dict[str, list[str]] = {}
+            for (name, _), outcome in self.outcomes.items():
+                if name == gate:
+                    for kind, nodeids in outcome["by_outcome"].items():
+                        merged.setdefault(kind, []).extend(nodeids)
+            failed = merged.get("failed", [])
+            verdict = "FAILED" if failed or not merged else "PASSED"
+            counts = ", ".join(f"{len(v)} {k}" for k, v in sorted(merged.items()))
+            terminalreporter.write_line(
+                f"rentcheck {gate} gate: {verdict} ({counts or 'nothing ran'})"
+            )
+            for nodeid in failed:
+                terminalreporter.write_line(f"  failed: {nodeid}")
+
+
+def _by_gate(item: tuple[tuple[str, str | None], Any]) -> tuple[str, str]:
+    return item[0][0], item[0][1] or ""
+
+
+def _partial_lint(config: pytest.Config, root: str) -> bool:
+    base = str(config.invocation_params.dir)
+    given = [os.path.abspath(os.path.join(base, str(a).split("::")[0])) for a in config.args]
+    return any(path != os.path.abspath(root) for path in given)
