@@ -86,5 +86,8 @@ def test_hook_dependencies_are_the_extras_they_stand_for() -> None:
         "optional-dependencies"
     ]
     hooks = {h["id"]: h for h in yaml.safe_load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text())}
-    assert hooks["rentcheck-shell"]["additional_dependencies"] == extras["lint-shell"]
+    # The parser is a core dependency: the shell hook needs nothing beyond rentcheck itself.
+    assert "additional_dependencies" not in hooks["rentcheck-shell"]
+    core = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert {"tree-sitter>=0.25", "tree-sitter-bash>=0.23"} <= set(core)
     assert hooks["rentcheck-python"]["additional_dependencies"] == extras["lint-python"]

@@ -117,3 +117,41 @@ def test_a_broken_tree_sitter_install_is_one_clear_error(tmp_path: Path, broken:
     assert len(lines) == 1 and "tree-sitter-bash is installed but does not load" in lines[0]
     assert "pip install --force-reinstall" in lines[0] and "Traceback" not in proc.stderr
     assert ("_binding" if broken == "compiled module" else "gone") in lines[0]
+
+
+HIDE_PARSER = """
+import sys
+from importlib.abc import MetaPathFinder
+
+class WithoutTreeSitter(MetaPathFinder):  # an environment where the parser is not installed
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in ("tree_sitter", "tree_sitter_bash"):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return None
+
+sys.meta_path.insert(0, WithoutTreeSitter())
+from rentcheck.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_without_the_parser_a_launch_script_is_an_error_not_a_pass(tmp_path: Path) -> None:
+    """A core install without tree-sitter used to skip RC104-RC119 silently and pass a
+    launch script full of the classic mistakes: now it is exit 2 with the fix."""
+    import subprocess
+    import sys
+
+    script = "#!/bin/bash\nnohup python train.py > log &\npgrep -f train.py\n"
+    (tmp_path / "launch.sh").write_text(script)
+    proc = subprocess.run(
+        [sys.executable, "-c", HIDE_PARSER, "check", "--isolated", "--no-cache", "launch.sh"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "All checks passed" not in proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "need tree-sitter and tree-sitter-bash" in lines[0]
+    assert "pip install --force-reinstall rentcheck" in lines[0]

@@ -24,20 +24,20 @@ __all__ = ["hit", "shell_check", "tree_sitter_available"]
 
 @lru_cache(maxsize=1)
 def tree_sitter_available() -> bool:
-    """Whether the ``lint-shell`` extra is installed, found without importing it: a run whose
+    """Whether the parser (a core dependency) is installed, found without importing it: a run whose
     scripts are all cached never loads the parser (tens of milliseconds of start-up)."""
     from importlib.util import find_spec
 
-    return all(find_spec(name) is not None for name in ("tree_sitter", "tree_sitter_bash"))
+    try:
+        return all(find_spec(name) is not None for name in ("tree_sitter", "tree_sitter_bash"))
+    except (ImportError, ValueError):  # a finder that refuses the name: not importable here
+        return False
 
 
 def _applies(source: SourceFile) -> bool:
-    return (
-        source.kind is FileKind.SHELL
-        and not source.truncated
-        and not source.is_binary
-        and tree_sitter_available()
-    )
+    # Not "and the parser is installed": a missing parser is an error when a shell rule
+    # first needs it (_script_of), never a silent pass of every tree rule.
+    return source.kind is FileKind.SHELL and not source.truncated and not source.is_binary
 
 
 _SHELL = frozenset({FileKind.SHELL})
@@ -54,6 +54,13 @@ def _script_of() -> Callable[[SourceFile], ShellScript]:
     from rentcheck.errors import UsageError
     from rentcheck.lint.shell.tree import load_parser, script_of
 
+    if not tree_sitter_available():
+        raise UsageError(
+            "the shell rules (RC104-RC119) need tree-sitter and tree-sitter-bash, which "
+            "rentcheck depends on, and this environment lacks them",
+            hint="reinstall rentcheck with its dependencies: pip install --force-reinstall "
+            "rentcheck (or skip the tree rules: --ignore RC104,RC105,...)",
+        )
     try:
         load_parser()
     except (ImportError, OSError, ValueError, AttributeError) as exc:
@@ -61,7 +68,7 @@ def _script_of() -> Callable[[SourceFile], ShellScript]:
         # broken install, or a tree-sitter older than 0.25).
         raise UsageError(
             f"tree-sitter-bash is installed but does not load ({type(exc).__name__}: {exc})",
-            hint="reinstall it: pip install --force-reinstall 'rentcheck[lint-shell]'",
+            hint="reinstall it: pip install --force-reinstall tree-sitter tree-sitter-bash",
         ) from exc
     return script_of
 
