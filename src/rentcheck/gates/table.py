@@ -73,6 +73,9 @@ class Gate:
     evidence: tuple[str, ...] = ("digest",)  # what its ledger lines are keyed by
     requires: tuple[Requirement, ...] = ()
     planned: bool = False  # only its prerequisites are checked so far
+    # "module:function" (config) -> its effective settings (a dataclass or a mapping), for
+    # `rentcheck config` to show every value of the section, defaults included.
+    settings: str | None = None
 
     @property
     def phase_index(self) -> int:
@@ -101,6 +104,7 @@ GATES: tuple[Gate, ...] = (
         section="smoke",
         rules=("rentcheck.run.rules", "SMOKE_RULES"),
         pytest_module="rentcheck.run.pytest_gate",
+        settings="rentcheck.run.settings:smoke_settings",
     ),
     Gate(
         name="resume",
@@ -111,6 +115,7 @@ GATES: tuple[Gate, ...] = (
         section="resume",
         rules=("rentcheck.run.rules", "RESUME_RULES"),
         pytest_module="rentcheck.run.pytest_gate",
+        settings="rentcheck.run.settings:resume_settings",
     ),
     Gate(
         name="audit",
@@ -122,6 +127,7 @@ GATES: tuple[Gate, ...] = (
         rules=("rentcheck.box.rules", "BOX_RULES"),
         pytest_module="rentcheck.box.pytest_gate",
         evidence=("host",),
+        settings="rentcheck.box.settings:audit_settings",
     ),
     Gate(
         name="launch",
@@ -167,6 +173,7 @@ GATES: tuple[Gate, ...] = (
         rules=("rentcheck.pull.rules", "PULL_RULES"),
         pytest_module="rentcheck.pull.pytest_gate",
         evidence=("manifest",),
+        settings="rentcheck.pull.settings:verify_settings",
     ),
     Gate(
         name="teardown",
@@ -178,6 +185,7 @@ GATES: tuple[Gate, ...] = (
         rules=("rentcheck.pull.teardown_rules", "TEARDOWN_RULES"),
         evidence=("manifest",),
         requires=(Requirement("verify", ("manifest",)),),
+        settings="rentcheck.pull.settings:teardown_settings",
     ),
     Gate(
         name="stale",
@@ -187,6 +195,7 @@ GATES: tuple[Gate, ...] = (
         cli_module="stale",
         section="profiles",
         rules=("rentcheck.profiles.rules", "RULES"),
+        settings="rentcheck.profiles.load:profiles_settings",
     ),
 )
 

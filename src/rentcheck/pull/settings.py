@@ -117,11 +117,13 @@ def verify_settings(config: Config, **overrides: Any) -> VerifySettings:
     return dataclasses.replace(settings, **given) if given else settings
 
 
-def teardown_settings(config: Config, overrides: Mapping[str, Any]) -> TeardownSettings:
+def teardown_settings(
+    config: Config, overrides: Mapping[str, Any] | None = None
+) -> TeardownSettings:
     table = check_section_keys(config, "teardown", TEARDOWN_KEYS)
     for key, value in table.items():
         if not isinstance(value, str) or not value.strip():
             raise section_error(config, "teardown", key, "must be a non-empty string")
     settings = TeardownSettings(**dict(table))
-    given = {k: v for k, v in overrides.items() if v is not None}
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
     return dataclasses.replace(settings, **given) if given else settings
