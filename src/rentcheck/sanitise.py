@@ -31,6 +31,12 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def sanitise(text: str) -> str:
-    """``text`` with every character that could act on a terminal or a log shown escaped."""
+def sanitise(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` with every character that could act on a terminal or a log shown escaped.
+
+    ``keep_newlines`` leaves ``\n`` and ``\r`` for a caller that encodes them itself (GitHub
+    workflow commands turn them into ``%0A``/``%0D``, a line break inside one annotation).
+    """
+    if keep_newlines:
+        return _UNSAFE.sub(lambda m: m.group() if m.group() in "\r\n" else _escape(m), text)
     return _UNSAFE.sub(_escape, text)
