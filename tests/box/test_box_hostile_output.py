@@ -105,7 +105,9 @@ def _report(tmp_path: Path, facts: dict[str, Any]) -> Report:
     )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(strings=st.lists(hostile, min_size=8, max_size=8))
 def test_hostile_probe_text_reaches_human_formats_only_escaped(
     tmp_path: Path, strings: list[str]
