@@ -102,7 +102,10 @@ def _config(args: argparse.Namespace, **overrides: Any) -> Config:
 
 
 def _settings(args: argparse.Namespace, config: Config) -> Any:
+    from rentcheck.box.connect import show_ssh_debug
     from rentcheck.box.settings import audit_settings
+
+    show_ssh_debug(bool(getattr(args, "debug", False)))
 
     given = {
         "profile": getattr(args, "profile", None),
