@@ -13,10 +13,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from liar import CannedBox
 
 from rentcheck.box.runner import run_audit
 from rentcheck.box.settings import audit_settings
-from rentcheck.box.transport import Box, BoxStats, CommandResult
 from rentcheck.config import load_config
 from rentcheck.registry import all_rules
 from rentcheck.report import FORMATS, Report, render
@@ -41,21 +41,6 @@ NASTY = [
 hostile = st.lists(
     st.one_of(st.sampled_from(NASTY), st.text(min_size=1, max_size=6)), min_size=1, max_size=5
 ).map("".join)
-
-
-class CannedBox(Box):
-    """A box that answers every command with the same stdout: a lying probe."""
-
-    def __init__(self, stdout: bytes) -> None:
-        self.name = "liar"
-        self.stats = BoxStats(connections=1)
-        self.stdout = stdout
-
-    def run(
-        self, script: str, *, stdin: bytes = b"", timeout: float = 60.0, label: str = ""
-    ) -> CommandResult:
-        self.stats.exec_requests += 1
-        return CommandResult(0, self.stdout, b"", 0.01)
 
 
 def _facts(s: list[str]) -> dict[str, Any]:
