@@ -132,3 +132,25 @@ def test_sanitise_shows_every_control_character_escaped() -> None:
     assert sanitise("\x1b]0;t\x07") == "\\x1b]0;t\\x07"
     assert sanitise("\x9b\x7f\u202e\u2028\udc80") == "\\x9b\\x7f\\u202e\\u2028\\udc80"
     assert sanitise("gpu: NVIDIA H100 80GB HBM3 — 日本") == "gpu: NVIDIA H100 80GB HBM3 — 日本"
+
+
+def test_a_co_tenants_script_name_reaches_roots_audit_escaped(
+    cli, lab, tmp_path: Path, running_script
+) -> None:
+    """RC401 end to end over a real sshd: the command line of a process on the box, forged."""
+    (tmp_path / "rentcheck.yaml").write_text(f"audit:\n  script_roots: [{tmp_path}]\n")
+    script = tmp_path / "job\x1b]0;owned\x07\nAll checks passed.\n.sh"
+    script.write_text("#!/bin/bash\nwhile [ ! -e go ]; do sleep 0.05; done\n")
+    running_script(script)
+    with open(script, "a") as handle:  # edited in place while it runs: RC401 names it
+        handle.write("echo later\n")
+    result = cli(
+        "audit", "--host", "box", "--ssh-config", str(lab.ssh_config), "--no-expect-gpu",
+        "--select", "RC4", "--output-format", "concise", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.code == 1, result.err
+    assert "\x1b" not in result.out and "\x07" not in result.out
+    assert "job\\x1b]0;owned\\x07\\nAll checks passed.\\n.sh" in result.out
+    lines = result.out.splitlines()
+    assert not any(line.startswith("All checks passed") for line in lines)
+    (tmp_path / "go").touch()

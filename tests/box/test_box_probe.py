@@ -198,3 +198,14 @@ def test_the_cache_walk_checks_its_budget_inside_one_flat_directory(
     assert complete is False and files < 20  # stopped inside the directory, not after 3000
     _, files, complete = probe.disk_usage(str(flat), deadline=float("inf"), seen=set())
     assert (files, complete) == (3000, True)
+
+
+def test_the_sh_fallback_answers_valid_json_for_a_path_with_control_characters(
+    tmp_path: Path,
+) -> None:
+    odd = tmp_path / "a\x1b[2Jb\x01c"
+    odd.mkdir()
+    request = {"paths": {"data": str(odd)}}
+    result = LocalBox().run(probe_script(request, python="python3-absent"), stdin=probe_stream())
+    facts = json.loads(result.stdout)  # raw control characters would make this invalid JSON
+    assert facts["paths"]["data"]["exists"] is True

@@ -175,3 +175,10 @@ def test_a_wildcard_entry_with_another_key_is_a_change_not_unknown(
     result = cli("trust", "fresh", "--ssh-config", str(config), "--yes")
     assert result.code == 2 and "HAS CHANGED" in result.err
     assert known_hosts.read_text() == wild
+
+
+def test_a_cert_authority_line_is_named_as_unsupported(cli, lab: SshLab, tmp_path: Path) -> None:
+    config, _ = _trust_config(lab, tmp_path, f"@cert-authority * {lab.other_pub}\n")
+    result = cli("audit", "--host", "fresh", "--ssh-config", str(config))
+    assert result.code == 2 and "is unknown" in result.err
+    assert "does not check host certificates" in result.err

@@ -25,7 +25,9 @@ __all__ = ["gather_facts", "probe_request", "probe_script", "probe_stream"]
 # Fewer facts, no python: space and inodes of each path (df), tools, nproc, /dev/shm.
 SH_PROBE = r"""
 set +e
-q() { printf '"%s"' "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | tr -d '\n\r\t')"; }
+q() {  # a JSON string; control characters are dropped (JSON forbids them raw)
+  printf '"%s"' "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | tr -d '\000-\037')"
+}
 space() {
   b=$(df -Pk "$1" 2>/dev/null | awk 'NR==2 {printf "%.0f %.0f ", $2*1024, $4*1024; print $6}')
   i=$(df -Pi "$1" 2>/dev/null | awk 'NR==2 {printf "%.0f %.0f", $2, $4}')

@@ -112,15 +112,17 @@ class AuditItem(pytest.Item):
         from rentcheck.box.runner import run_audit
         from rentcheck.errors import RentcheckError
         from rentcheck.registry import all_rules
+        from rentcheck.sanitise import sanitise  # box text reaches the pytest report
 
         rc_config, settings = _settings(self.config)
         try:
             result = run_audit(self.host, rc_config, settings, all_rules())
         except RentcheckError as exc:
-            raise AuditGateError(f"{self.host}: {exc}") from exc
+            raise AuditGateError(f"{self.host}: {sanitise(str(exc))}") from exc
         failing = [f for f in result.findings if f.severity >= rc_config.fail_level]
         if failing:
-            raise AuditGateError("\n".join(f"{self.host}: {f.code} {f.message}" for f in failing))
+            lines = (f"{self.host}: {f.code} {sanitise(f.message)}" for f in failing)
+            raise AuditGateError("\n".join(lines))
 
     def repr_failure(
         self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None

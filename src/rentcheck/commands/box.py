@@ -225,5 +225,7 @@ def run_push(args: argparse.Namespace) -> int:
     if config.output_format == "json":
         emit(json.dumps(vars(result), indent=2) + "\n", args.output_file)
     else:
-        emit(result.describe() + "\n", args.output_file)
+        from rentcheck.sanitise import sanitise  # the box's paths and command lines
+
+        emit(sanitise(result.describe()) + "\n", args.output_file)
     return 0
