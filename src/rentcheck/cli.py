@@ -131,7 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RentcheckError as exc:
         if debug:
             raise
-        sys.stderr.write(f"rentcheck: error: {exc}\n")
+        from rentcheck.sanitise import sanitise  # error text can carry a box's stderr
+
+        sys.stderr.write(f"rentcheck: error: {sanitise(str(exc))}\n")
         return EXIT_ERROR
     except KeyboardInterrupt:
         sys.stderr.write("rentcheck: interrupted\n")
@@ -141,7 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
-        detail = " ".join(str(exc).split())
+        from rentcheck.sanitise import sanitise
+
+        detail = sanitise(" ".join(str(exc).split()))
         if len(detail) > 300:
             detail = detail[:300] + "…"
         sys.stderr.write(

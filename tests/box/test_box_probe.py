@@ -139,3 +139,73 @@ def test_cgroup_v2_limits_are_the_tightest_on_the_way_up(tmp_path: Path) -> None
     assert probe.cpu(mounts, paths)["quota_cores"] == 2.0
     (top / "user.slice" / "cpu.max").write_text("max 100000\n")
     assert probe.cpu(mounts, paths)["quota_cores"] is None
+
+
+def _hung_tool(path: Path) -> str:
+    path.write_text("#!/bin/sh\nsleep 300\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_hung_nvidia_smi_and_torch_cost_only_their_own_facts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rentcheck.box.facts import gather_facts
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _hung_tool(bin_dir / "nvidia-smi")
+    python = _hung_tool(bin_dir / "python-with-torch")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    request = {
+        "paths": {"data": str(tmp_path)},
+        "gpu": True,
+        "torch_python": python,
+        "torch_timeout": 4.0,
+        "budget_s": 4.0,
+    }
+    # The server-side limit is 6 s: without per-fact budgets the 20 s nvidia-smi waits and
+    # the torch wait outlast it and the whole answer is lost.
+    facts = gather_facts(LocalBox(), request, timeout=6)
+    assert facts["paths"]["data"]["exists"] is True and facts["memory"] is not None
+    assert facts["probe"]["seconds"] < 6
+    assert "timed out" in facts["torch"]["error"]
+    notes = {u["fact"]: u["why"] for u in facts["unreadable"]}
+    assert "timed out" in notes["nvidia-smi"]
+
+
+class _TickingClock:
+    """time.time() that moves one second per call: "slow" entries without a slow disk."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def time(self) -> float:
+        self.now += 1
+        return self.now
+
+
+def test_the_cache_walk_checks_its_budget_inside_one_flat_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for i in range(3000):
+        (flat / str(i)).touch()
+    clock = _TickingClock()
+    monkeypatch.setattr(probe, "time", clock)
+    _, files, complete = probe.disk_usage(str(flat), deadline=clock.now + 10.5, seen=set())
+    assert complete is False and files < 20  # stopped inside the directory, not after 3000
+    _, files, complete = probe.disk_usage(str(flat), deadline=float("inf"), seen=set())
+    assert (files, complete) == (3000, True)
+
+
+def test_the_sh_fallback_answers_valid_json_for_a_path_with_control_characters(
+    tmp_path: Path,
+) -> None:
+    odd = tmp_path / "a\x1b[2Jb\x01c"
+    odd.mkdir()
+    request = {"paths": {"data": str(odd)}}
+    result = LocalBox().run(probe_script(request, python="python3-absent"), stdin=probe_stream())
+    facts = json.loads(result.stdout)  # raw control characters would make this invalid JSON
+    assert facts["paths"]["data"]["exists"] is True

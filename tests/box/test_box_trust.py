@@ -89,3 +89,96 @@ def test_hashed_known_hosts_entries_are_honoured(cli, lab: SshLab, tmp_path: Pat
         "audit", "--host", "fresh", "--ssh-config", str(config), "--no-expect-gpu", "--exit-zero"
     )
     assert result.code == 0, result.err
+
+
+def test_trust_off_a_terminal_needs_a_fingerprint_or_yes(cli, lab: SshLab, tmp_path: Path) -> None:
+    config, known_hosts = _trust_config(lab, tmp_path)
+    refused = cli("trust", "fresh", "--ssh-config", str(config))
+    assert refused.code == 2 and "without a confirmation" in refused.err
+    assert f"--fingerprint {_fingerprint(lab)}" in refused.err
+    assert known_hosts.read_text() == ""
+    accepted = cli("trust", "fresh", "--ssh-config", str(config), "--yes")
+    assert accepted.code == 0, accepted.err
+    assert lab.box.host_pub in known_hosts.read_text()
+
+
+def _trust_on_a_terminal(config: Path, answer: bytes) -> tuple[int, str]:
+    """``rentcheck trust`` on a real pseudo-terminal, answering its question with ``answer``."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    import time
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rentcheck", "trust", "fresh", "--ssh-config", str(config)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=config.parent,
+    )
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"[y/N]" not in seen and time.monotonic() < deadline:
+        seen += os.read(master, 4096)
+    os.write(master, answer)
+    code = proc.wait(60)
+    try:
+        while True:
+            chunk = os.read(master, 4096)
+            if not chunk:
+                break
+            seen += chunk
+    except OSError:  # EIO once the child closed its side
+        pass
+    os.close(master)
+    return code, seen.decode(errors="replace")
+
+
+def test_trust_on_a_terminal_shows_the_fingerprint_and_asks(lab: SshLab, tmp_path: Path) -> None:
+    config, known_hosts = _trust_config(lab, tmp_path)
+    code, seen = _trust_on_a_terminal(config, b"n\n")
+    assert code == 2 and _fingerprint(lab) in seen and "nothing was added" in seen
+    assert known_hosts.read_text() == ""
+    code, seen = _trust_on_a_terminal(config, b"y\n")
+    assert code == 0, seen
+    assert lab.box.host_pub in known_hosts.read_text()
+
+
+def test_trust_refuses_a_revoked_key(cli, lab: SshLab, tmp_path: Path) -> None:
+    revoked = f"@revoked * {lab.box.host_pub}\n"
+    config, known_hosts = _trust_config(lab, tmp_path, revoked)
+    result = cli("trust", "fresh", "--ssh-config", str(config), "--yes")
+    assert result.code == 2 and "IS REVOKED" in result.err
+    assert known_hosts.read_text() == revoked
+    audit = cli("audit", "--host", "fresh", "--ssh-config", str(config))
+    assert audit.code == 2 and "IS REVOKED" in audit.err
+
+
+def test_a_second_key_of_the_same_type_is_not_a_change(cli, lab: SshLab, tmp_path: Path) -> None:
+    name = f"[127.0.0.1]:{lab.box.port}"
+    two = f"{name} {lab.other_pub}\n{name} {lab.box.host_pub}\n"
+    config, _ = _trust_config(lab, tmp_path, two)
+    result = cli(
+        "audit", "--host", "fresh", "--ssh-config", str(config), "--no-expect-gpu", "--exit-zero"
+    )
+    assert result.code == 0, result.err
+
+
+def test_a_wildcard_entry_with_another_key_is_a_change_not_unknown(
+    cli, lab: SshLab, tmp_path: Path
+) -> None:
+    wild = f"[127.0.0.1]:* {lab.other_pub}\n"
+    config, known_hosts = _trust_config(lab, tmp_path, wild)
+    result = cli("trust", "fresh", "--ssh-config", str(config), "--yes")
+    assert result.code == 2 and "HAS CHANGED" in result.err
+    assert known_hosts.read_text() == wild
+
+
+def test_a_cert_authority_line_is_named_as_unsupported(cli, lab: SshLab, tmp_path: Path) -> None:
+    config, _ = _trust_config(lab, tmp_path, f"@cert-authority * {lab.other_pub}\n")
+    result = cli("audit", "--host", "fresh", "--ssh-config", str(config))
+    assert result.code == 2 and "is unknown" in result.err
+    assert "does not check host certificates" in result.err

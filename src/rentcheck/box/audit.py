@@ -194,7 +194,7 @@ def detach_and_paths(facts: Facts, settings: AuditSettings, host: str) -> list[F
 def unreadable(facts: Facts, settings: AuditSettings, host: str) -> list[Finding]:
     gpu_relevant = settings.gpu_expected(host) or dig(facts, "gpu", "nvidia_smi")
     found = []
-    for entry in facts.get("unreadable") or []:
+    for entry in _unreadable(facts):
         name = str(entry.get("fact"))
         if name == "dmesg" and not gpu_relevant:
             continue
@@ -202,6 +202,46 @@ def unreadable(facts: Facts, settings: AuditSettings, host: str) -> list[Finding
             finding("RC316", f"could not read {name}: {entry.get('why')}", host, fact=name)
         )
     return found
+
+
+def requested_facts_missing(facts: Facts, settings: AuditSettings, host: str) -> list[Finding]:
+    """A path or budget the user asked about that the answer says nothing of: never "clean"."""
+    reported = {str(entry.get("fact")) for entry in _unreadable(facts)}
+    given = facts.get("paths")
+    paths: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    budget = settings.budget
+    found = []
+    for role, path in sorted(settings.paths.items()):
+        fact = paths.get(role)
+        if not isinstance(fact, Mapping):
+            if f"paths.{role}" not in reported:
+                found.append(
+                    finding(
+                        "RC316",
+                        f"could not read paths.{role} ({path}): the probe's answer has no fact "
+                        "for it",
+                        host,
+                        fact=f"paths.{role}",
+                    )
+                )
+            continue
+        counted = budget.total > 0 and (budget.roles is None or role in budget.roles)
+        if counted and dig(fact, "space", "bytes_free") is None:
+            found.append(
+                finding(
+                    "RC316",
+                    f"could not read the free space of {role}={path}, so the budget "
+                    f"{budget.describe()} is unchecked",
+                    host,
+                    fact=f"paths.{role}.space",
+                )
+            )
+    return found
+
+
+def _unreadable(facts: Facts) -> list[Mapping[str, Any]]:
+    entries = facts.get("unreadable")
+    return [e for e in entries if isinstance(e, Mapping)] if isinstance(entries, list) else []
 
 
 Rule = Callable[[Facts, AuditSettings, str], list[Finding]]
@@ -213,6 +253,7 @@ RULES: tuple[Rule, ...] = (
     gpu_findings,
     detach_and_paths,
     unreadable,
+    requested_facts_missing,
 )
 
 

@@ -6,10 +6,14 @@ way OpenSSH does it, by a ``direct-tcpip`` channel opened on the previous hop's 
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import errno
+import logging
 import os
+import shlex
 import socket
+import sys
 from typing import TYPE_CHECKING, Any
 
 from rentcheck.box.knownhosts import check_host_key, known_key_types
@@ -33,6 +37,7 @@ class Connection:
     spec: HostSpec
     transport: paramiko.Transport
     jumps: list[paramiko.Transport]
+    timeout: float = DEFAULT_CONNECT_TIMEOUT  # also how long a channel open or exec may take
 
     @property
     def handshakes(self) -> int:
@@ -94,39 +99,70 @@ def _prefer_known_types(transport: paramiko.Transport, spec: HostSpec) -> None:
     options.key_types = [k for k in current if k in known] + [k for k in current if k not in known]
 
 
+def _public_blob(path: str) -> bytes | None:
+    """The public key beside an identity file (``PATH.pub``), as OpenSSH reads it."""
+    try:
+        with open(path + ".pub", encoding="utf-8") as handle:
+            words = handle.read().split()
+        return base64.b64decode(words[1]) if len(words) >= 2 else None
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
 def _keys(spec: HostSpec) -> tuple[list[Any], list[str]]:
+    """Keys to offer, in OpenSSH's order, and why others could not be used.
+
+    ssh-agent keys come first (with IdentitiesOnly, only those matching an IdentityFile's
+    ``.pub``), then the files the agent does not already hold. A passphrase-protected file is
+    used through the agent; without it, the problem names the ``ssh-add`` that helps.
+    """
     import paramiko
 
-    keys: list[Any] = []
+    wanted = {path: _public_blob(path) for path in spec.identity_files if os.path.isfile(path)}
+    agent_keys: list[Any] = []
     problems: list[str] = []
-    if spec.use_agent and not spec.identities_only and os.environ.get("SSH_AUTH_SOCK"):
+    if spec.use_agent and os.environ.get("SSH_AUTH_SOCK"):
         try:
-            keys.extend(paramiko.Agent().get_keys())
-        except paramiko.SSHException as exc:
+            agent_keys = list(paramiko.Agent().get_keys())
+        except (paramiko.SSHException, OSError) as exc:
             problems.append(f"ssh-agent ({exc})")
-    for path in spec.identity_files:
-        if not os.path.isfile(path):
-            continue
+    if spec.identities_only:
+        agent_keys = [k for k in agent_keys if k.asbytes() in set(wanted.values())]
+    keys: list[Any] = list(agent_keys)
+    offered = {key.asbytes() for key in keys}
+    for path, blob in wanted.items():
+        if blob is not None and blob in offered:
+            continue  # the agent holds this one: no passphrase needed
         try:
             keys.append(paramiko.PKey.from_path(path))
-        except paramiko.PasswordRequiredException:
-            problems.append(f"{path} (passphrase-protected: load it into ssh-agent)")
+        except (paramiko.PasswordRequiredException, TypeError):
+            # cryptography raises TypeError for an encrypted OpenSSH-format key
+            problems.append(
+                f"{path} is passphrase-protected and ssh-agent does not hold it "
+                f"(run `ssh-add {shlex.quote(path)}`, then rerun)"
+            )
         except (paramiko.SSHException, OSError, ValueError) as exc:
             problems.append(f"{path} ({exc})")
     return keys, problems
 
 
-def _authenticate(transport: paramiko.Transport, spec: HostSpec) -> None:
+def _authenticate(transport: paramiko.Transport, spec: HostSpec, timeout: float) -> None:
     import paramiko
 
     keys, problems = _keys(spec)
     for key in keys:
         try:
             transport.auth_publickey(spec.user, key)
-        except paramiko.AuthenticationException:
+        except paramiko.AuthenticationException as exc:
+            if "timeout" in str(exc).lower():
+                raise ConnectError(
+                    f"{spec.alias} did not finish authentication within {timeout:g} s",
+                    hint="the box's sshd hangs (overloaded, or a slow PAM/DNS step); retry or "
+                    "raise --connect-timeout",
+                ) from exc
             problems.append(f"{key.get_name()} {key.fingerprint} (refused)")
             continue
-        except (paramiko.SSHException, OSError) as exc:
+        except (paramiko.SSHException, OSError, EOFError) as exc:
             raise ConnectError(f"authentication on {spec.alias} broke off: {exc}") from exc
         if transport.is_authenticated():
             return
@@ -137,10 +173,47 @@ def _authenticate(transport: paramiko.Transport, spec: HostSpec) -> None:
     )
 
 
+_LOGGING = {"debug": False, "done": False}
+
+
+def show_ssh_debug(debug: bool) -> None:
+    """paramiko's log (banners, kex, its thread's tracebacks) on stderr only with --debug."""
+    _LOGGING.update(debug=debug, done=False)
+
+
+def _route_paramiko_log() -> None:
+    if _LOGGING["done"]:
+        return
+    logger = logging.getLogger("paramiko")
+    for old in list(logger.handlers):
+        if getattr(old, "rentcheck", False):
+            logger.removeHandler(old)
+    logger.propagate = False  # never Python's last-resort handler on stderr
+    handler: logging.Handler = logging.NullHandler()
+    if _LOGGING["debug"]:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_SanitisingFormatter("paramiko: %(levelname)s %(message)s"))
+        logger.setLevel(logging.DEBUG)
+    handler.rentcheck = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    _LOGGING["done"] = True
+
+
+class _SanitisingFormatter(logging.Formatter):
+    """A box's banner and messages reach the debug log too: escaped, one line per record."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from rentcheck.sanitise import sanitise
+
+        return sanitise(super().format(record))
+
+
 def _open(
     spec: HostSpec, connect_timeout: float | None, depth: int = 0, *, login: bool = True
 ) -> Connection:
     import paramiko
+
+    _route_paramiko_log()
 
     # An explicit --connect-timeout wins over ConnectTimeout in ssh_config, as `ssh -o` does.
     timeout = connect_timeout or spec.connect_timeout or DEFAULT_CONNECT_TIMEOUT
@@ -148,11 +221,13 @@ def _open(
     if spec.proxy_jump:
         sock, jumps = _jump_channel(spec, timeout, depth)
     elif spec.proxy_command:
-        sock = paramiko.ProxyCommand(spec.proxy_command)
+        # As ssh does: `$SHELL -c "exec COMMAND"`, so pipes, redirections and quoting work.
+        shell = os.environ.get("SHELL") or "/bin/sh"
+        sock = paramiko.ProxyCommand(shlex.join([shell, "-c", f"exec {spec.proxy_command}"]))
     else:
         sock = _socket(spec, timeout)
     transport = paramiko.Transport(sock)
-    connection = Connection(spec, transport, jumps)
+    connection = Connection(spec, transport, jumps, timeout)
     try:
         transport.banner_timeout = timeout
         transport.handshake_timeout = timeout
@@ -173,7 +248,7 @@ def _open(
         if not login:  # `rentcheck trust` only wants the key; jump hops were verified above
             return connection
         check_host_key(spec, transport.get_remote_server_key())
-        _authenticate(transport, spec)
+        _authenticate(transport, spec, timeout)
         transport.set_keepalive(spec.server_alive_interval or DEFAULT_KEEPALIVE)
     except BaseException:
         connection.close()

@@ -13,6 +13,7 @@ import os
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from rentcheck.box.answer import parse_answer
 from rentcheck.errors import RemoteError
 
 if TYPE_CHECKING:
@@ -24,7 +25,9 @@ __all__ = ["gather_facts", "probe_request", "probe_script", "probe_stream"]
 # Fewer facts, no python: space and inodes of each path (df), tools, nproc, /dev/shm.
 SH_PROBE = r"""
 set +e
-q() { printf '"%s"' "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | tr -d '\n\r\t')"; }
+q() {  # a JSON string; control characters are dropped (JSON forbids them raw)
+  printf '"%s"' "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' | tr -d '\000-\037')"
+}
 space() {
   b=$(df -Pk "$1" 2>/dev/null | awk 'NR==2 {printf "%.0f %.0f ", $2*1024, $4*1024; print $6}')
   i=$(df -Pi "$1" 2>/dev/null | awk 'NR==2 {printf "%.0f %.0f", $2, $4}')
@@ -83,6 +86,9 @@ def probe_request(settings: AuditSettings, host: str) -> dict[str, Any]:
         "gpu": settings.gpu_expected(host),
         "torch_python": settings.python if settings.probe_torch(host) else None,
         "torch_timeout": max(1.0, settings.timeout / 2),
+        # Every fact must be in before the server-side timeout kills the probe: a hung tool
+        # costs its own fact, never the whole answer.
+        "budget_s": max(1.0, settings.timeout * 0.8),
         "script_roots": list(settings.script_roots),
     }
 
@@ -115,13 +121,8 @@ def gather_facts(
             f"the probe failed on {box.name} (exit {result.exit_status}): {result.stderr_tail()}",
             hint="run with --debug and report it, with the box's OS and python3 version",
         )
-    try:
-        facts: dict[str, Any] = json.loads(result.stdout)
-    except ValueError:
-        head = result.stdout[:200].decode("utf-8", "replace")
-        raise RemoteError(
-            f"the probe on {box.name} printed no JSON: {head!r}",
-            hint="a login script that prints text (motd, echo in ~/.bashrc) can cause this",
-        ) from None
-    facts.setdefault("probe", {})["round_trip_s"] = result.seconds
+    facts = parse_answer(result.stdout, box.name)
+    if not isinstance(facts.get("probe"), dict):
+        facts["probe"] = {}
+    facts["probe"]["round_trip_s"] = result.seconds
     return facts

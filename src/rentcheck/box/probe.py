@@ -130,30 +130,34 @@ def place(path: str, mounts: List[FactDict]) -> FactDict:
 
 
 def disk_usage(top: str, deadline: float, seen: Set[Tuple[int, int]]) -> Tuple[int, int, bool]:
-    """(bytes allocated, files, complete) under ``top``; no symlink below top is followed."""
+    """(bytes allocated, files, complete) under ``top``; no symlink below top is followed.
+
+    The budget is checked per entry, so one huge flat directory cannot outlast it.
+    """
     total = files = 0
     stack = [top]
     while stack:
-        if time.time() > deadline:
-            return total, files, False
         try:
-            entries = list(os.scandir(stack.pop()))
+            listing = os.scandir(stack.pop())
         except OSError:
             continue
-        for entry in entries:
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            key = (st.st_dev, st.st_ino)  # hard links and HF's blob links count once
-            if key in seen:
-                continue
-            seen.add(key)
-            total += getattr(st, "st_blocks", 0) * 512
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-            else:
-                files += 1
+        with listing:
+            for entry in listing:
+                if time.time() > deadline:
+                    return total, files, False
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                key = (st.st_dev, st.st_ino)  # hard links and HF's blob links count once
+                if key in seen:
+                    continue
+                seen.add(key)
+                total += getattr(st, "st_blocks", 0) * 512
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    files += 1
     return total, files, True
 
 
@@ -191,8 +195,8 @@ def cache_candidates(extra: List[str]) -> List[Tuple[str, str, str]]:
     return found
 
 
-def caches(request: FactDict, mounts: List[FactDict]) -> List[FactDict]:
-    deadline = time.time() + float(request.get("walk_seconds", 2.0))
+def caches(request: FactDict, mounts: List[FactDict], probe: "Probe") -> List[FactDict]:
+    deadline = time.time() + probe.limit(float(request.get("walk_seconds", 2.0)))
     seen = set()  # type: Set[Tuple[int, int]]
     done = set()  # type: Set[str]
     out = []
@@ -354,6 +358,7 @@ def _start(argv: List[str], env: Optional[Dict[str, str]] = None) -> "subprocess
         stderr=subprocess.PIPE,
         universal_newlines=True,
         env=env,
+        start_new_session=True,  # a timeout kills its whole group (a wrapper script's children)
     )
 
 
@@ -361,9 +366,15 @@ def _finish(proc: "subprocess.Popen[str]", timeout: float) -> Tuple[int, str, st
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        return -9, out, "timed out after %g s" % timeout
+        try:
+            os.killpg(proc.pid, 9)
+        except OSError:
+            proc.kill()
+        try:
+            out, err = proc.communicate(timeout=1)
+        except subprocess.TimeoutExpired:  # stuck in the kernel (a hung driver): abandon it
+            out, err = "", ""
+        return -9, out or "", "timed out after %.3g s" % timeout
     return proc.returncode, out, err
 
 
@@ -385,22 +396,24 @@ def gpu_start(request: FactDict) -> Optional[FactDict]:
 def gpu_finish(started: FactDict, probe: "Probe") -> FactDict:
     fact = {"nvidia_smi": started["nvidia_smi"], "query": None, "header": None}  # type: FactDict
     if "query" in started:
-        rc, out, err = _finish(started["query"], 20)
+        rc, out, err = _finish(started["query"], probe.limit(20))
         fields = EVENT_FIELDS
         if rc != 0 and "field" in (out + err).lower():  # an older driver: older field names
             fields = THROTTLE_FIELDS
             fmt = "--format=csv,noheader,nounits"
             rc, out, err = _finish(
-                _start([started["nvidia_smi"], "--query-gpu=" + fields, fmt]), 20
+                _start([started["nvidia_smi"], "--query-gpu=" + fields, fmt]), probe.limit(20)
             )
         fact["query"] = {"fields": fields.split(","), "csv": out, "rc": rc, "stderr": err[-500:]}
-        rc, out, err = _finish(started["header"], 20)
+        if rc == -9:
+            probe.note("nvidia-smi", "nvidia-smi --query-gpu %s" % err)
+        rc, out, err = _finish(started["header"], probe.limit(20))
         fact["header"] = "\n".join(out.splitlines()[:12]) if rc == 0 else None
         if rc != 0:
             probe.note("nvidia-smi", "exit %d: %s" % (rc, err.strip()[-200:]))
     fact["xid_lines"] = None
     if "dmesg" in started:
-        rc, out, err = _finish(started["dmesg"], 10)
+        rc, out, err = _finish(started["dmesg"], probe.limit(10))
         if rc == 0:
             fact["xid_lines"] = [line for line in out.splitlines() if "Xid" in line][-100:]
         else:
@@ -421,10 +434,10 @@ def torch_start(request: FactDict) -> Any:
         return {"python": python, "error": _why(exc)}
 
 
-def torch_finish(started: Any, request: FactDict) -> FactDict:
+def torch_finish(started: Any, request: FactDict, probe: "Probe") -> FactDict:
     if isinstance(started, dict):
         return started
-    rc, out, err = _finish(started, float(request.get("torch_timeout", 30)))
+    rc, out, err = _finish(started, probe.limit(float(request.get("torch_timeout", 30))))
     try:
         return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
     except (ValueError, IndexError):
@@ -517,6 +530,9 @@ def live_scripts(request: FactDict, probe: "Probe") -> List[FactDict]:
     for pid in os.listdir("/proc"):
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
+        if probe.limit(1) < 1:
+            probe.note("live_scripts", "stopped at the probe's time budget; the list is partial")
+            break
         try:
             argv = [a for a in _read("/proc/%s/cmdline" % pid).split("\0") if a]
             kind = _kind(argv, pid) if argv else ""
@@ -584,9 +600,17 @@ def host() -> FactDict:
 
 
 class Probe:
+    """Reads every fact; each has its own budget, all within the request's ``budget_s``, so the
+    answer is printed before the server-side timeout even when a tool hangs."""
+
     def __init__(self, request: FactDict) -> None:
         self.request = request
         self.unreadable = []  # type: List[Dict[str, str]]
+        self.deadline = time.time() + float(request.get("budget_s") or 45)
+
+    def limit(self, own: float) -> float:
+        """Seconds a fact may still take: its own budget, cut to what the probe has left."""
+        return max(0.0, min(own, self.deadline - time.time()))
 
     def note(self, fact: str, why: Any) -> None:
         text = why if isinstance(why, str) else _why(why)
@@ -629,7 +653,7 @@ class Probe:
             for role, path in sorted((request.get("paths") or {}).items()):
                 facts["paths"][role] = self.read("paths." + role, place, path, mounts)
         if "caches" in wanted:
-            facts["caches"] = self.read("caches", caches, request, mounts)
+            facts["caches"] = self.read("caches", caches, request, mounts, self)
         if "memory" in wanted:
             facts["memory"] = self.read("memory", memory, mounts)
         if "cpu" in wanted:
@@ -643,7 +667,9 @@ class Probe:
         if "gpu" in wanted:
             facts["gpu"] = self.read("gpu", gpu_finish, gpu, self) if gpu else None
         if "torch" in wanted:
-            facts["torch"] = self.read("torch", torch_finish, torch, request) if torch else None
+            facts["torch"] = (
+                self.read("torch", torch_finish, torch, request, self) if torch else None
+            )
         facts["probe"]["seconds"] = time.time() - began
         facts["unreadable"] = self.unreadable
         return facts

@@ -148,6 +148,11 @@ def _ssh_g(
     return values
 
 
+def _known_files(value: str, tokens: Mapping[str, str]) -> tuple[str, ...]:
+    # `UserKnownHostsFile none` means no file at all, not a file named "none" here.
+    return tuple(_expand(f, tokens) for f in value.split() if f.lower() != "none")
+
+
 def _from_ssh_g(alias: str, values: Mapping[str, list[str]], config_file: str | None) -> HostSpec:
     def one(key: str, default: str = "") -> str:
         return values.get(key, [default])[0]
@@ -168,8 +173,8 @@ def _from_ssh_g(alias: str, values: Mapping[str, list[str]], config_file: str | 
         use_agent=agent.lower() != "none",
         proxy_jump=() if jump == "none" else tuple(h for h in jump.split(",") if h),
         proxy_command=None if command == "none" else _expand(command, tokens),
-        user_known_hosts=tuple(_expand(f, tokens) for f in one("userknownhostsfile").split()),
-        global_known_hosts=tuple(_expand(f, tokens) for f in one("globalknownhostsfile").split()),
+        user_known_hosts=_known_files(one("userknownhostsfile"), tokens),
+        global_known_hosts=_known_files(one("globalknownhostsfile"), tokens),
         host_key_alias=values.get("hostkeyalias", [None])[0],
         hash_known_hosts=one("hashknownhosts", "no") == "yes",
         connect_timeout=None if timeout == "none" else float(timeout),
@@ -203,7 +208,7 @@ def _from_paramiko(
         identities_only=str(found.get("identitiesonly", "no")).lower() == "yes",
         proxy_jump=() if jump == "none" else tuple(jump.split(",")),
         proxy_command=found.get("proxycommand"),
-        user_known_hosts=tuple(_expand(f, tokens) for f in known),
+        user_known_hosts=_known_files(" ".join(known), tokens),
         global_known_hosts=DEFAULT_GLOBAL_KNOWN_HOSTS,
         host_key_alias=found.get("hostkeyalias"),
         hash_known_hosts=str(found.get("hashknownhosts", "no")).lower() == "yes",

@@ -14,6 +14,7 @@ import select
 import shlex
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ __all__ = ["Box", "BoxStats", "CommandResult", "LocalBox", "SSHBox", "close_all"
 KILL_AFTER = 5  # seconds between the timeout's TERM and its KILL
 CLIENT_GRACE = 15.0  # the client gives up this long after the server-side timeout should have
 CHUNK = 1 << 16
+MAX_OUTPUT = 16 << 20  # bytes of stdout + stderr one command may print: a box can stream forever
 
 
 @dataclass(frozen=True)
@@ -139,31 +141,47 @@ class SSHBox(Box):
     ) -> CommandResult:
         import paramiko
 
+        label = label or _label(script)
         start = time.monotonic()
+        # The server must answer the channel open and the exec request promptly; a box that
+        # never does would otherwise hang us forever (paramiko waits without a limit).
+        answer = self.connection.timeout
+        broken = (paramiko.SSHException, OSError, EOFError)
         try:
-            channel = self.connection.transport.open_session(timeout=CLIENT_GRACE)
+            channel = self.connection.transport.open_session(timeout=answer)
             self.stats.exec_requests += 1
-            channel.exec_command(wrap_command(script, timeout))
-        except (paramiko.SSHException, OSError, EOFError) as exc:
+            _exec_within(channel, wrap_command(script, timeout), answer, self.name)
+        except broken as exc:
             raise RemoteError(
-                f"cannot start a command on {self.name}: {exc}",
-                hint="the connection dropped; run again",
+                f"cannot start {label} on {self.name}: {_reason(exc)}",
+                hint="the connection dropped or the box refused the command; run again",
             ) from exc
         try:
             out, err = _pump(channel, stdin, start + timeout + CLIENT_GRACE)
-            if out is None:
-                raise RemoteTimeout(
-                    f"{self.name} stopped answering {timeout + CLIENT_GRACE:g} s into a command",
-                    hint="the box or the network hangs; the server-side timeout should end it",
-                )
             status = channel.recv_exit_status()
+            if status < 0 and not self.connection.transport.is_active():
+                raise EOFError("the connection closed before the command's exit status came")
+        except broken as exc:
+            raise RemoteError(
+                f"the connection to {self.name} dropped during {label}: {_reason(exc)}",
+                hint="check the box is still up and run again",
+            ) from exc
+        except _Deadline:
+            raise RemoteTimeout(
+                f"{self.name} stopped answering {timeout + CLIENT_GRACE:g} s into {label}",
+                hint="the box or the network hangs; the server-side timeout should end it",
+            ) from None
+        except _TooMuch:
+            raise RemoteError(
+                f"{label} on {self.name} printed more than {MAX_OUTPUT >> 20} MiB; "
+                "stopped reading and closed it",
+                hint="a login script or the box streams output endlessly; look at it with ssh",
+            ) from None
         finally:
             channel.close()
         # -1: the server sent no exit status (the command died from a signal).
-        result = CommandResult(
-            255 if status < 0 else status, out, err or b"", time.monotonic() - start
-        )
-        return self._check_timeout(result, label or _label(script), timeout)
+        result = CommandResult(255 if status < 0 else status, out, err, time.monotonic() - start)
+        return self._check_timeout(result, label, timeout)
 
     def close(self) -> None:
         self.connection.close()
@@ -173,10 +191,52 @@ def _label(script: str) -> str:
     return "`" + " ".join(script.split())[:60] + "`"
 
 
-def _pump(channel: Any, stdin: bytes, deadline: float) -> tuple[bytes | None, bytes | None]:
-    """Feed stdin and drain both streams until the channel closes; (None, None) at deadline."""
+class _Deadline(Exception):
+    """The client-side deadline of a command passed."""
+
+
+class _TooMuch(Exception):
+    """The command's output passed MAX_OUTPUT."""
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return "the connection is closed" if text == "Socket is closed" else text
+
+
+def _exec_within(channel: Any, command: str, limit: float, name: str) -> None:
+    """``channel.exec_command`` with a deadline: paramiko itself waits for the reply forever."""
+    failure: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            channel.exec_command(command)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=send, name="rentcheck-exec", daemon=True)
+    worker.start()
+    worker.join(limit)
+    if worker.is_alive():
+        channel.close()  # wakes the waiting thread with "Channel closed"
+        worker.join(5)
+        raise RemoteTimeout(
+            f"{name} accepted the connection but did not answer the exec request within "
+            f"{limit:g} s",
+            hint="the box's sshd hangs (overloaded or broken); try again or restart the box",
+        )
+    if failure:
+        raise failure[0]
+
+
+def _pump(channel: Any, stdin: bytes, deadline: float) -> tuple[bytes, bytes]:
+    """Feed stdin and drain both streams until the channel closes.
+
+    Raises _Deadline at ``deadline`` and _TooMuch past MAX_OUTPUT bytes of output in all.
+    """
     out: list[bytes] = []
     err: list[bytes] = []
+    size = 0
     view = memoryview(stdin)
     sent = 0
     if not view:
@@ -188,18 +248,23 @@ def _pump(channel: Any, stdin: bytes, deadline: float) -> tuple[bytes | None, by
             if sent == len(view):
                 channel.shutdown_write()
             busy = True
-        while channel.recv_ready():
-            out.append(channel.recv(CHUNK))
-            busy = True
-        while channel.recv_stderr_ready():
-            err.append(channel.recv_stderr(CHUNK))
-            busy = True
+        for ready, recv, into in (
+            (channel.recv_ready, channel.recv, out),
+            (channel.recv_stderr_ready, channel.recv_stderr, err),
+        ):
+            while ready():
+                data = recv(CHUNK)
+                size += len(data)
+                if size > MAX_OUTPUT:
+                    raise _TooMuch
+                into.append(data)
+                busy = True
         if channel.exit_status_ready() and (channel.eof_received or channel.closed):
             if not (channel.recv_ready() or channel.recv_stderr_ready()):
                 return b"".join(out), b"".join(err)
             continue
         if time.monotonic() > deadline:
-            return None, None
+            raise _Deadline
         if not busy:
             # The channel's fd wakes on stdout data and on close; stderr is polled.
             select.select([channel], [], [], 0.02)

@@ -75,6 +75,11 @@ def add_parsers(
     trust.add_argument(
         "--fingerprint", metavar="SHA256:...", help="accept only a key with this fingerprint"
     )
+    trust.add_argument(
+        "--yes",
+        action="store_true",
+        help="accept the key shown without asking (needed off a terminal without --fingerprint)",
+    )
     _connection_options(trust)
     trust.set_defaults(handler=run_trust)
 
@@ -96,7 +101,10 @@ def _config(args: argparse.Namespace, **overrides: Any) -> Config:
 
 
 def _settings(args: argparse.Namespace, config: Config) -> Any:
+    from rentcheck.box.connect import show_ssh_debug
     from rentcheck.box.settings import audit_settings
+
+    show_ssh_debug(bool(getattr(args, "debug", False)))
 
     given = {
         "profile": getattr(args, "profile", None),
@@ -146,14 +154,17 @@ def run_audit(args: argparse.Namespace) -> int:
     )
 
 
+def _confirm(prompt: str) -> bool:
+    """Ask on the terminal; False for anything but yes."""
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    return answer in ("y", "yes")
+
+
 def run_trust(args: argparse.Namespace) -> int:
     from rentcheck.box.connect import fetch_host_key
-    from rentcheck.box.knownhosts import (
-        check_host_key,
-        fingerprint,
-        host_key_status,
-        record_trust,
-    )
+    from rentcheck.box.knownhosts import check_host_key, fingerprint, host_key_status, record_trust
     from rentcheck.box.sshconfig import resolve_host
     from rentcheck.errors import HostKeyError
 
@@ -170,9 +181,18 @@ def run_trust(args: argparse.Namespace) -> int:
             hint="check the fingerprint with your provider; the box may not be what you think",
         )
     status = host_key_status(spec, key)
-    if status == "changed":
+    if status in ("changed", "revoked"):
         check_host_key(spec, key)  # raises the loud refusal: trust never replaces a key
     added = status == "unknown"
+    if added and not (args.fingerprint or args.yes):
+        if not (sys.stdin.isatty() and sys.stderr.isatty()):
+            raise UsageError(
+                f"not adding {shown} for {args.host} without a confirmation",
+                hint="check the fingerprint with your provider, then pass --fingerprint "
+                f"{fingerprint(key)} (or --yes)",
+            )
+        if not _confirm(f"add this key for {spec.known_hosts_name} to known_hosts? [y/N] "):
+            raise UsageError(f"nothing was added for {args.host}", hint="answer y to add it")
     where = record_trust(spec, key) if added else "already trusted"
     doc = {"host": args.host, "key": shown, "known_hosts_name": spec.known_hosts_name}
     doc.update({"added": added, "known_hosts": where if added else None})
@@ -209,5 +229,7 @@ def run_push(args: argparse.Namespace) -> int:
     if config.output_format == "json":
         emit(json.dumps(vars(result), indent=2) + "\n", args.output_file)
     else:
-        emit(result.describe() + "\n", args.output_file)
+        from rentcheck.sanitise import sanitise  # the box's paths and command lines
+
+        emit(sanitise(result.describe()) + "\n", args.output_file)
     return 0

@@ -73,7 +73,10 @@ def show(
     )
     color = use_color(args.color, sys.stdout.isatty() and not args.output_file)
     text = render(report, config.output_format, color=color)
-    headline = "".join(line + "\n" for line in result.headline)
+    from rentcheck.sanitise import sanitise
+
+    # Headlines quote runs and boxes (log lines, paths): escaped, line breaks kept.
+    headline = "".join(sanitise(line, keep_newlines=True) + "\n" for line in result.headline)
     if headline and config.output_format in ("text", "concise"):
         text = headline + "\n" + text
     elif headline:

@@ -87,7 +87,9 @@ class GateItem(pytest.Item):
         from rentcheck.errors import RentcheckError
 
         if excinfo.errisinstance(RentcheckError):
-            return f"{self.name}: {excinfo.value}"
+            from rentcheck.sanitise import sanitise  # a box's words may be in the error
+
+            return f"{self.name}: {sanitise(str(excinfo.value))}"
         # An unexpected error inside rentcheck itself: keep pytest's full report for it.
         return super().repr_failure(excinfo, style=style)
 

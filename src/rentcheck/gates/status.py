@@ -169,4 +169,6 @@ def render_status(status: dict[str, Any]) -> str:
             f"`{stale['command']}` before trusting its money and data facts"
         )
     lines.append(f"next: {status['next']}" if status["next"] else "next: every gate has passed")
-    return "\n".join(lines) + "\n"
+    from rentcheck.sanitise import sanitise  # host names and paths come from the ledger
+
+    return "\n".join(sanitise(line) for line in lines) + "\n"

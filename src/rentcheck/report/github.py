@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rentcheck.model import Severity
 from rentcheck.report import Report
+from rentcheck.sanitise import sanitise
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
 
@@ -32,7 +33,9 @@ def render(report: Report) -> str:
                 props.append(("endColumn", str(finding.end_col)))
         rule = report.rules.get(finding.code)
         props.append(("title", f"{finding.code} {rule.name}" if rule else finding.code))
-        head = ",".join(f"{k}={escape_property(v)}" for k, v in props)
-        lines.append(f"::{_LEVEL[finding.severity]} {head}::{escape_data(finding.message)}")
+        # Box-controlled text (paths, command lines) must not emit a workflow command or ANSI.
+        head = ",".join(f"{k}={escape_property(sanitise(v, keep_newlines=True))}" for k, v in props)
+        message = escape_data(sanitise(finding.message, keep_newlines=True))
+        lines.append(f"::{_LEVEL[finding.severity]} {head}::{message}")
     lines.append(report.summary_text())
     return "\n".join(lines) + "\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rentcheck.model import Applicability, Finding, Severity
 from rentcheck.report import Report
+from rentcheck.sanitise import sanitise
 
 _COLORS = {
     Severity.ERROR: "\033[1;31m",
@@ -18,11 +19,12 @@ def finding_line(finding: Finding, color: bool = False) -> str:
     """``where: CODE message``: one finding, as every text output shows it."""
     marker = " [*]" if finding.fix and finding.fix.applicability is Applicability.SAFE else ""
     code = finding.code
-    where = finding.location()
+    # A box's paths and command lines reach messages: shown escaped, never obeyed.
+    where = sanitise(finding.location())
     if color:
         code = f"{_COLORS[finding.severity]}{code}{_RESET}"
         where = f"{_BOLD}{where}{_RESET}"
-    return f"{where}: {code}{marker} {finding.message}"
+    return f"{where}: {code}{marker} {sanitise(finding.message)}"
 
 
 def render_concise(report: Report, color: bool) -> str:
