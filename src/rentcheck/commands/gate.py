@@ -38,7 +38,9 @@ def add_parsers(
     gate.add_argument("name", metavar="NAME", help="a gate or a phase")
     gate.add_argument("--host", help="the box, for gates judged per host (audit, launch)")
     add_force_options(gate)
-    gate.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    gate.add_argument(
+        "rest", nargs="*", metavar="-- ARGS", help="passed on to the gate's own command"
+    )
     gate.set_defaults(handler=run_gate_command)
 
     status = sub.add_parser(
@@ -70,7 +72,7 @@ def run_gate_command(args: argparse.Namespace) -> int:
     from rentcheck.gates.table import gates_for
 
     rows = gates_for(args.name)
-    rest = [a for a in args.rest if a != "--"] if args.rest[:1] == ["--"] else list(args.rest)
+    rest = list(args.rest)
     if rest and len(rows) > 1:
         raise UsageError(
             f"{args.name} is a phase of {len(rows)} gates; arguments go to one gate",

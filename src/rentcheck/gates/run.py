@@ -161,10 +161,10 @@ def ledger_entry(
     digest = known["digest"]
     if digest is not None:
         save_tree(run.project())
-    if run.gate.planned and passed:
-        outcome = "ready"  # only its prerequisites exist so far
-    elif run.forced() and passed:
+    if run.forced() and passed:
         outcome = "forced"
+    elif run.gate.planned and passed:
+        outcome = "ready"  # only its prerequisites exist so far
     else:
         outcome = "pass" if passed else "fail"
     now = time.time()
