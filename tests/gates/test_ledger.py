@@ -84,7 +84,7 @@ def test_corrupt_and_foreign_lines_are_named_by_line_number(tmp_path: Path) -> N
     path = Path(ledger_path(str(tmp_path)))
     path.parent.mkdir(parents=True)
     good = json.dumps(_entry(n=1))
-    path.write_text(f"{good}\nnot json\n{{\"schema\": \"other\"}}\n\xff\n{good}\n")
+    path.write_text(f'{good}\nnot json\n{{"schema": "other"}}\n\xff\n{good}\n')
     read = read_ledger(str(tmp_path))
     assert len(read.entries) == 2
     assert [p.split(":")[-2] for p in read.problems] == ["2", "3", "4"]

@@ -115,7 +115,9 @@ def test_resume_is_required_only_when_configured(tmp_path: Path) -> None:
     assert {f.details["requires"] for f in found} == {"lint", "smoke", "audit"}
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("90s", 90), ("30m", 1800), ("6h", 21600), ("2d", 172800), ("15", 15)])
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90s", 90), ("30m", 1800), ("6h", 21600), ("2d", 172800), ("15", 15)]
+)
 def test_ages(text: str, seconds: float) -> None:
     assert parse_age(text) == seconds
 

@@ -11,7 +11,7 @@ from rentcheck.box.durable import ProfileView, profile_view
 from rentcheck.box.facts import gather_facts, probe_request
 from rentcheck.box.settings import AuditSettings
 from rentcheck.box.transport import Box, BoxStats, open_box
-from rentcheck.config import Config, selected_rules
+from rentcheck.config import Config
 from rentcheck.errors import UsageError
 from rentcheck.model import Finding, Rule
 
@@ -58,13 +58,13 @@ def run_audit(
     *,
     box: Box | None = None,
 ) -> AuditResult:
-    """Probe ``host`` once and return the selected findings (raises RemoteError if unreachable)."""
+    """Probe ``host`` once and return its findings (raises RemoteError if unreachable)."""
     profile = load_profile(settings.profile, config) if settings.profile else None
     if box is None:
         box = open_box(
             host, ssh_config=settings.ssh_config, connect_timeout=settings.connect_timeout
         )
     facts = gather_facts(box, probe_request(settings, host), settings.timeout)
-    chosen = selected_rules(config, rules)
-    findings = [f for f in evaluate(facts, settings, host, profile) if f.code in chosen]
+    # Every finding: which count is the judgement's (rentcheck.gates.judge), per gate.
+    findings = evaluate(facts, settings, host, profile)
     return AuditResult(host, facts, findings, box.stats, profile)

@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Mapping
 
-from rentcheck.config import Config
+from rentcheck.config import Config, check_section_keys
 from rentcheck.gates.evidence import ProjectFiles, project_files, save_tree
 from rentcheck.gates.judge import GateResult, Verdict, judge
 from rentcheck.gates.order import check_order, force_findings
@@ -51,6 +51,10 @@ class GateRun:
         self.via = via
         self.order_findings: list[Finding] = []
         self._project: ProjectFiles | None = None
+        if self.gate.section and self.gate.section_keys:
+            # A gate whose row names its keys (a plugin's, a planned one): refuse typos here.
+            # The built-in gates check theirs in their settings modules.
+            check_section_keys(config, self.gate.section, self.gate.section_keys)
 
     @property
     def root(self) -> str:
