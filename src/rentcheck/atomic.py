@@ -14,14 +14,22 @@ def write_atomic(path: str, data: bytes, mode: int | None = None) -> None:
     ``mode`` defaults to the existing file's permission bits (0o644 for a new file), so a fix
     never drops the executable bit.
     """
+    import stat
     import tempfile
 
+    try:
+        existing = os.stat(path)
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        # `-o /dev/null`, `-o /dev/stdout`, a FIFO: write into it. A rename would replace the
+        # device itself (as root, /dev/null would become a regular file for every process).
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return
     directory = os.path.dirname(os.path.abspath(path))
     if mode is None:
-        try:
-            mode = os.stat(path).st_mode & 0o7777
-        except FileNotFoundError:
-            mode = 0o644
+        mode = existing.st_mode & 0o7777 if existing is not None else 0o644
     fd, tmp = tempfile.mkstemp(
         prefix=f".{os.path.basename(path)}.", suffix=".rentcheck-tmp", dir=directory
     )
