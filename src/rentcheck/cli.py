@@ -120,10 +120,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in argv
     try:
         parser = build_parser(argv)
+        passthrough: list[str] = []
+        if _wanted_module(argv) == "gate" and argv[:1] == ["gate"]:
+            from rentcheck.commands.gate import split_passthrough
+
+            argv, passthrough = split_passthrough(argv)
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:  # argparse already printed usage + a one-line error
             return EXIT_ERROR if exc.code not in (0, None) else 0
+        if passthrough:
+            args.rest = passthrough
         if not getattr(args, "handler", None):
             parser.print_help()
             return EXIT_ERROR

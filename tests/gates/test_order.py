@@ -140,3 +140,21 @@ def test_teardown_needs_a_verify_of_the_manifest_on_the_box_now(cli, tmp_path: P
     missing = [r for r in json.loads(res.out)["results"] if r["code"] == "RC910"]
     assert missing and missing[0]["details"]["requires"] == "verify"
     assert "teardown gate passed" not in res.out
+
+
+def test_gate_runs_the_gates_own_command_with_passthrough_args(cli, tmp_path: Path) -> None:
+    res = cli("gate", "audit", "--host", "local", "--", "--no-expect-gpu", cwd=tmp_path)
+    assert res.code in (0, 1), res.err
+    [entry] = read_ledger(str(tmp_path)).entries
+    assert entry["gate"] == "audit" and entry["host"] == "local" and entry["via"] == "cli"
+    unknown = cli("gate", "lunch", cwd=tmp_path)
+    assert unknown.code == 2 and "unknown gate 'lunch'" in unknown.err and "launch" in unknown.err
+
+
+def test_a_phase_stops_at_its_first_failing_gate(cli, tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_bytes(b"#!/bin/sh\r\necho hi\r\n")  # CRLF: lint fails
+    (tmp_path / "run.sh").chmod(0o755)
+    (tmp_path / "rentcheck.yaml").write_text("smoke:\n  command: python -c pass\n")
+    res = cli("gate", "pre-rent", cwd=tmp_path)
+    assert res.code == 1 and "RC101" in res.out
+    assert [e["gate"] for e in read_ledger(str(tmp_path)).entries] == ["lint"]

@@ -38,9 +38,9 @@ def add_parsers(
     gate.add_argument("name", metavar="NAME", help="a gate or a phase")
     gate.add_argument("--host", help="the box, for gates judged per host (audit, launch)")
     add_force_options(gate)
-    gate.add_argument(
-        "rest", nargs="*", metavar="-- ARGS", help="passed on to the gate's own command"
-    )
+    # `-- ARGS` after the options go to the gate's own command; split off before parsing
+    # (see split_passthrough), since argparse gives a positional after NAME nothing.
+    gate.set_defaults(rest=[])
     gate.set_defaults(handler=run_gate_command)
 
     status = sub.add_parser(
@@ -61,6 +61,14 @@ def add_parsers(
                 add_force_options(plugin)
                 plugin.set_defaults(handler=run_plugin_gate, gate_name=row.name)
                 taken.add(command)
+
+
+def split_passthrough(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``rentcheck gate NAME [options] -- ARGS``: the arguments for rentcheck, and ARGS."""
+    if "--" not in argv:
+        return argv, []
+    cut = argv.index("--")
+    return argv[:cut], argv[cut + 1 :]
 
 
 def _config(args: argparse.Namespace) -> Config:
