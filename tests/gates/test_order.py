@@ -158,3 +158,16 @@ def test_a_phase_stops_at_its_first_failing_gate(cli, tmp_path: Path) -> None:
     res = cli("gate", "pre-rent", cwd=tmp_path)
     assert res.code == 1 and "RC101" in res.out
     assert [e["gate"] for e in read_ledger(str(tmp_path)).entries] == ["lint"]
+
+
+def test_status_warns_when_a_profile_in_use_has_gone_stale(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "rentcheck.yaml").write_text("audit:\n  profile: autodl\n")
+    monkeypatch.setenv("RENTCHECK_TODAY", "2026-11")
+    fresh = json.loads(cli("status", "--output-format", "json", cwd=tmp_path).out)
+    assert fresh["profiles"] == []
+    monkeypatch.setenv("RENTCHECK_TODAY", "2031-01")  # years after every stamp was verified
+    res = cli("status", cwd=tmp_path)
+    assert "warning: profile autodl has" in res.out and "past the staleness limit" in res.out
+    assert "rentcheck stale" in res.out
