@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-
-from rentcheck.model import Applicability, Rule, Severity, described_rule
+from rentcheck.model import Applicability, Rule, Severity
 
 __all__ = [
     "DEEP_LOAD_FAILED",
@@ -58,229 +56,357 @@ _E = Severity.ERROR
 _NONE = Applicability.NONE
 
 
-_rule = functools.partial(described_rule, family="pull")
-
-
 PULL_RULES: tuple[Rule, ...] = (
-    _rule(
-        MANIFEST_INVALID,
-        "manifest-invalid",
-        "PULL_MANIFEST.json is missing, not JSON, or breaks the rentcheck/manifest/v1 schema.",
-        "The manifest is the only evidence of what the box held. A manifest with absolute or `..` "
-        "paths, duplicate entries or malformed digests is either damaged or hostile, and trusting "
-        "it could make the verifier read or bless files outside the pulled directory.",
-        '{"schema": "rentcheck/manifest/v1", "files": [{"path": "../.ssh/id_rsa", ...}]}',
-        "rentcheck manifest build /root/results   # on the box, then pull the file unchanged",
-        "Rebuild the manifest on the box with `rentcheck manifest build` and pull it again.",
+    Rule(
+        code=MANIFEST_INVALID,
+        name="manifest-invalid",
+        summary=(
+            "PULL_MANIFEST.json is missing, not JSON, or breaks the rentcheck/manifest/v1 schema."
+        ),
+        why=(
+            "The manifest is the only evidence of what the box held. A manifest with absolute "
+            "or `..` paths, duplicate entries or malformed digests is either damaged or "
+            "hostile, and trusting it could make the verifier read or bless files outside the "
+            "pulled directory."
+        ),
+        example_bad=(
+            '{"schema": "rentcheck/manifest/v1", "files": [{"path": "../.ssh/id_rsa", ...}]}'
+        ),
+        example_good=(
+            "rentcheck manifest build /root/results   # on the box, then pull the file unchanged"
+        ),
+        fix="Rebuild the manifest on the box with `rentcheck manifest build` and pull it again.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        RUN_ID_MISMATCH,
-        "manifest-run-id-mismatch",
-        "The manifest belongs to a different run than the one being verified.",
-        "A manifest left over from an earlier sweep at the same path verifies the old files and "
-        "lets the box with the new results be destroyed.",
-        "expected run id sweep-0412, manifest says sweep-0398",
-        "rentcheck manifest build ROOT --run-id sweep-0412",
-        "Build the manifest for this run on the box (pass --run-id) and pull it again.",
+    Rule(
+        code=RUN_ID_MISMATCH,
+        name="manifest-run-id-mismatch",
+        summary="The manifest belongs to a different run than the one being verified.",
+        why=(
+            "A manifest left over from an earlier sweep at the same path verifies the old files "
+            "and lets the box with the new results be destroyed."
+        ),
+        example_bad="expected run id sweep-0412, manifest says sweep-0398",
+        example_good="rentcheck manifest build ROOT --run-id sweep-0412",
+        fix="Build the manifest for this run on the box (pass --run-id) and pull it again.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        EMPTY_PULL,
-        "empty-pull",
-        "The manifest lists no files, or nothing was pulled.",
-        "An empty result is never success: it usually means the run wrote elsewhere or the "
-        "aggregation step found nothing, and teardown would lose the real outputs.",
-        '{"files": []}',
-        '{"files": [{"path": "best.pt", ...}]}',
-        "Check where the run wrote its outputs and build the manifest on that directory.",
+    Rule(
+        code=EMPTY_PULL,
+        name="empty-pull",
+        summary="The manifest lists no files, or nothing was pulled.",
+        why=(
+            "An empty result is never success: it usually means the run wrote elsewhere or the "
+            "aggregation step found nothing, and teardown would lose the real outputs."
+        ),
+        example_bad='{"files": []}',
+        example_good='{"files": [{"path": "best.pt", ...}]}',
+        fix="Check where the run wrote its outputs and build the manifest on that directory.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        PATH_ESCAPES_ROOT,
-        "path-escapes-root",
-        "A path or symlink in the pulled directory resolves outside it.",
-        "A symlink to /etc/passwd or ~/.ssh inside a pulled directory makes a verifier or a later "
-        "loader read or overwrite files that were never part of the run. Such links are never "
-        "opened.",
-        "results/best.pt -> /etc/passwd",
-        "results/best.pt (a regular file)",
-        "Delete the link and pull the real file; on the box, copy targets into the root.",
+    Rule(
+        code=PATH_ESCAPES_ROOT,
+        name="path-escapes-root",
+        summary="A path or symlink in the pulled directory resolves outside it.",
+        why=(
+            "A symlink to /etc/passwd or ~/.ssh inside a pulled directory makes a verifier or a "
+            "later loader read or overwrite files that were never part of the run. Such links "
+            "are never opened."
+        ),
+        example_bad="results/best.pt -> /etc/passwd",
+        example_good="results/best.pt (a regular file)",
+        fix="Delete the link and pull the real file; on the box, copy targets into the root.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        SPECIAL_FILE,
-        "special-file",
-        "A pulled entry is not a regular file (device, FIFO, socket, directory symlink) or its "
-        "name is not valid UTF-8.",
-        "Reading a FIFO or device can block or return endless data; names that are not UTF-8 "
-        "cannot be matched to the manifest. None of these can be verified, so they are not "
-        "opened.",
-        "results/pipe (a FIFO)",
-        "results/log.txt (a regular file)",
-        "Remove the entry from the pulled directory, or rename it to valid UTF-8.",
+    Rule(
+        code=SPECIAL_FILE,
+        name="special-file",
+        summary=(
+            "A pulled entry is not a regular file (device, FIFO, socket, directory symlink) or "
+            "its name is not valid UTF-8."
+        ),
+        why=(
+            "Reading a FIFO or device can block or return endless data; names that are not "
+            "UTF-8 cannot be matched to the manifest. None of these can be verified, so they "
+            "are not opened."
+        ),
+        example_bad="results/pipe (a FIFO)",
+        example_good="results/log.txt (a regular file)",
+        fix="Remove the entry from the pulled directory, or rename it to valid UTF-8.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        MISSING_FILE,
-        "missing-file",
-        "A file listed in the manifest is not in the pulled directory.",
-        "An interrupted or partial transfer leaves files out; destroying the box then loses them.",
-        "manifest lists ckpt/last.pt, local copy has only ckpt/best.pt",
-        "every manifest path exists locally",
-        "Re-run the pull (it resumes) and verify again before teardown.",
+    Rule(
+        code=MISSING_FILE,
+        name="missing-file",
+        summary="A file listed in the manifest is not in the pulled directory.",
+        why=(
+            "An interrupted or partial transfer leaves files out; destroying the box then loses "
+            "them."
+        ),
+        example_bad="manifest lists ckpt/last.pt, local copy has only ckpt/best.pt",
+        example_good="every manifest path exists locally",
+        fix="Re-run the pull (it resumes) and verify again before teardown.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        UNEXPECTED_FILE,
-        "unexpected-file",
-        "A file in the pulled directory is not listed in the manifest.",
-        "Stale files from an earlier pull, or files written after the manifest was built, make "
-        "the local copy differ from what the box certified.",
-        "local best_old.pt not in the manifest",
-        "local tree == manifest roster",
-        "Pull into a fresh directory, or rebuild the manifest if the box gained files.",
+    Rule(
+        code=UNEXPECTED_FILE,
+        name="unexpected-file",
+        summary="A file in the pulled directory is not listed in the manifest.",
+        why=(
+            "Stale files from an earlier pull, or files written after the manifest was built, "
+            "make the local copy differ from what the box certified."
+        ),
+        example_bad="local best_old.pt not in the manifest",
+        example_good="local tree == manifest roster",
+        fix="Pull into a fresh directory, or rebuild the manifest if the box gained files.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        SIZE_MISMATCH,
-        "size-mismatch",
-        "A pulled file's size differs from the manifest.",
-        "A short file is a truncated transfer; a longer one was appended to. Either way the bytes "
-        "are not the ones the box hashed.",
-        "best.pt: manifest 1073741824 bytes, local 536870912",
-        "sizes equal",
-        "Re-pull the file (rsync --partial resumes) and verify again.",
+    Rule(
+        code=SIZE_MISMATCH,
+        name="size-mismatch",
+        summary="A pulled file's size differs from the manifest.",
+        why=(
+            "A short file is a truncated transfer; a longer one was appended to. Either way the "
+            "bytes are not the ones the box hashed."
+        ),
+        example_bad="best.pt: manifest 1073741824 bytes, local 536870912",
+        example_good="sizes equal",
+        fix="Re-pull the file (rsync --partial resumes) and verify again.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        DIGEST_MISMATCH,
-        "digest-mismatch",
-        "A pulled file's SHA-256 differs from the manifest.",
-        "No loader notices a flipped bit inside tensor data; only a hash taken on the box and "
-        "compared here proves the copy is exact.",
-        "best.pt: sha256 3fa1... != manifest 9c07...",
-        "sha256 equal",
-        "Delete the local copy, pull it again, and verify again.",
+    Rule(
+        code=DIGEST_MISMATCH,
+        name="digest-mismatch",
+        summary="A pulled file's SHA-256 differs from the manifest.",
+        why=(
+            "No loader notices a flipped bit inside tensor data; only a hash taken on the box "
+            "and compared here proves the copy is exact."
+        ),
+        example_bad="best.pt: sha256 3fa1... != manifest 9c07...",
+        example_good="sha256 equal",
+        fix="Delete the local copy, pull it again, and verify again.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        LEFTOVER_PARTIAL,
-        "leftover-partial-file",
-        "A temporary or partial file (*.tmp, *.partial, .tmpXXXXXX, tmp-checkpoint-*) was found.",
-        "A save or transfer that never finished leaves such files behind. Upstream tools hashed "
-        "them on one side and ignored them on the other, so an unfinished checkpoint could be "
-        "certified or silently dropped. They are recorded, never hashed, and reported.",
-        "ckpt/model.safetensors.tmp",
-        "ckpt/model.safetensors",
-        "Find out which write did not finish; finish or delete it on the box and rebuild the "
-        "manifest.",
+    Rule(
+        code=LEFTOVER_PARTIAL,
+        name="leftover-partial-file",
+        summary=(
+            "A temporary or partial file (*.tmp, *.partial, .tmpXXXXXX, tmp-checkpoint-*) was "
+            "found."
+        ),
+        why=(
+            "A save or transfer that never finished leaves such files behind. Upstream tools "
+            "hashed them on one side and ignored them on the other, so an unfinished checkpoint "
+            "could be certified or silently dropped. They are recorded, never hashed, and "
+            "reported."
+        ),
+        example_bad="ckpt/model.safetensors.tmp",
+        example_good="ckpt/model.safetensors",
+        fix=(
+            "Find out which write did not finish; finish or delete it on the box and rebuild "
+            "the manifest."
+        ),
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        SAFETENSORS_MALFORMED,
-        "safetensors-malformed",
-        "A .safetensors file has a bad header, offsets or length (or its index disagrees).",
-        "safetensors stores its own size, so truncation, padding, git-lfs pointers and HTML "
-        "error pages saved under a model's name show up as header or offset errors.",
-        "header length 2305843009213693952 (a git-lfs pointer)",
-        "header + contiguous data",
-        "Re-pull or re-save the file; a git-lfs pointer needs `git lfs pull`.",
+    Rule(
+        code=SAFETENSORS_MALFORMED,
+        name="safetensors-malformed",
+        summary="A .safetensors file has a bad header, offsets or length (or its index disagrees).",
+        why=(
+            "safetensors stores its own size, so truncation, padding, git-lfs pointers and HTML "
+            "error pages saved under a model's name show up as header or offset errors."
+        ),
+        example_bad="header length 2305843009213693952 (a git-lfs pointer)",
+        example_good="header + contiguous data",
+        fix="Re-pull or re-save the file; a git-lfs pointer needs `git lfs pull`.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        TORCH_ZIP_CORRUPT,
-        "torch-zip-corrupt",
-        "A torch.save zip checkpoint has a damaged central directory, a record whose CRC32 does "
-        "not match, or a missing data.pkl or storage record.",
-        "torch.load never checks the CRC32 that torch.save writes, so a flipped bit in tensor "
-        "data loads silently. Checking every record's CRC finds it even without a manifest.",
-        "ckpt/data/3: CRC32 0x1a2b3c4d != 0x1a2b3c4c",
-        "all records match",
-        "Re-pull the file; if the copy on the box is also damaged, re-save from a good state.",
+    Rule(
+        code=TORCH_ZIP_CORRUPT,
+        name="torch-zip-corrupt",
+        summary=(
+            "A torch.save zip checkpoint has a damaged central directory, a record whose CRC32 "
+            "does not match, or a missing data.pkl or storage record."
+        ),
+        why=(
+            "torch.load never checks the CRC32 that torch.save writes, so a flipped bit in "
+            "tensor data loads silently. Checking every record's CRC finds it even without a "
+            "manifest."
+        ),
+        example_bad="ckpt/data/3: CRC32 0x1a2b3c4d != 0x1a2b3c4c",
+        example_good="all records match",
+        fix="Re-pull the file; if the copy on the box is also damaged, re-save from a good state.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        PICKLE_MALFORMED,
-        "pickle-malformed",
-        "A pickle stream (torch data.pkl, legacy torch file, .pkl) is not well-formed up to STOP.",
-        "A truncated or damaged pickle cannot be loaded; a legacy torch file whose storages do not "
-        "add up to the file length was cut short.",
-        "legacy.pt ends 100 bytes early",
-        "pickle ends at STOP, storages fill the file",
-        "Re-pull or re-save the file.",
+    Rule(
+        code=PICKLE_MALFORMED,
+        name="pickle-malformed",
+        summary=(
+            "A pickle stream (torch data.pkl, legacy torch file, .pkl) is not well-formed up to "
+            "STOP."
+        ),
+        why=(
+            "A truncated or damaged pickle cannot be loaded; a legacy torch file whose storages "
+            "do not add up to the file length was cut short."
+        ),
+        example_bad="legacy.pt ends 100 bytes early",
+        example_good="pickle ends at STOP, storages fill the file",
+        fix="Re-pull or re-save the file.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        UNSAFE_PICKLE,
-        "unsafe-pickle",
-        "A pickle references a global outside the state-dict allow-list, or uses opcodes a "
-        "state dict never needs.",
-        "Loading a pickle runs whatever it names: `os.system`, `builtins.eval`, `subprocess`. "
-        "Denylists keep being bypassed, so only the globals a plain state dict needs (torch "
-        "rebuild helpers, storage types, dtypes, OrderedDict) are accepted. Nothing is executed "
-        "to find this out.",
-        "GLOBAL 'posix system'",
-        "GLOBAL 'torch._utils _rebuild_tensor_v2'",
-        "Do not load the file. Save tensors with safetensors or a plain state_dict; allow an "
-        "extra global only after reading what it does.",
+    Rule(
+        code=UNSAFE_PICKLE,
+        name="unsafe-pickle",
+        summary=(
+            "A pickle references a global outside the state-dict allow-list, or uses opcodes a "
+            "state dict never needs."
+        ),
+        why=(
+            "Loading a pickle runs whatever it names: `os.system`, `builtins.eval`, "
+            "`subprocess`. Denylists keep being bypassed, so only the globals a plain state "
+            "dict needs (torch rebuild helpers, storage types, dtypes, OrderedDict) are "
+            "accepted. Nothing is executed to find this out."
+        ),
+        example_bad="GLOBAL 'posix system'",
+        example_good="GLOBAL 'torch._utils _rebuild_tensor_v2'",
+        fix=(
+            "Do not load the file. Save tensors with safetensors or a plain state_dict; allow "
+            "an extra global only after reading what it does."
+        ),
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        UNKNOWN_CHECKPOINT_FORMAT,
-        "unknown-checkpoint-format",
-        "A file named like a checkpoint (.pt, .pth, .ckpt) is neither a torch zip nor a pickle.",
-        "A git-lfs pointer, an HTML error page or an empty file saved under a checkpoint's name "
-        "is the most common 'checkpoint' that fails to load after the box is gone.",
-        "best.pt starts with 'version https://git-lfs'",
-        "best.pt starts with PK\\x03\\x04",
-        "Fetch the real file (git lfs pull, re-download) and verify again.",
+    Rule(
+        code=UNKNOWN_CHECKPOINT_FORMAT,
+        name="unknown-checkpoint-format",
+        summary=(
+            "A file named like a checkpoint (.pt, .pth, .ckpt) is neither a torch zip nor a pickle."
+        ),
+        why=(
+            "A git-lfs pointer, an HTML error page or an empty file saved under a checkpoint's "
+            "name is the most common 'checkpoint' that fails to load after the box is gone."
+        ),
+        example_bad="best.pt starts with 'version https://git-lfs'",
+        example_good="best.pt starts with PK\\x03\\x04",
+        fix="Fetch the real file (git lfs pull, re-download) and verify again.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        NON_FINITE_TENSOR,
-        "non-finite-tensor",
-        "A floating-point tensor contains NaN or Inf values.",
-        "A diverged run keeps saving checkpoints; loaders accept NaN weights without complaint. "
-        "Finding it before teardown leaves the box available to resume from an earlier step.",
-        "layers.3.weight (BF16): 12 NaN, 0 Inf",
-        "every floating tensor is finite",
-        "Resume from the last finite checkpoint, lower the learning rate or fix the loss.",
+    Rule(
+        code=NON_FINITE_TENSOR,
+        name="non-finite-tensor",
+        summary="A floating-point tensor contains NaN or Inf values.",
+        why=(
+            "A diverged run keeps saving checkpoints; loaders accept NaN weights without "
+            "complaint. Finding it before teardown leaves the box available to resume from an "
+            "earlier step."
+        ),
+        example_bad="layers.3.weight (BF16): 12 NaN, 0 Inf",
+        example_good="every floating tensor is finite",
+        fix="Resume from the last finite checkpoint, lower the learning rate or fix the loss.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        FINITE_SCAN_SKIPPED,
-        "finite-scan-skipped",
-        "The NaN/Inf scan could not run for a file (numpy missing, big-endian data).",
-        "An unscanned checkpoint may be non-finite; the digest still proves it is intact.",
-        "numpy is not installed",
-        "pip install numpy",
-        "Install numpy in the environment that runs rentcheck.",
-        Severity.WARNING,
+    Rule(
+        code=FINITE_SCAN_SKIPPED,
+        name="finite-scan-skipped",
+        summary="The NaN/Inf scan could not run for a file (numpy missing, big-endian data).",
+        why="An unscanned checkpoint may be non-finite; the digest still proves it is intact.",
+        example_bad="numpy is not installed",
+        example_good="pip install numpy",
+        fix="Install numpy in the environment that runs rentcheck.",
+        family="pull",
+        default_severity=Severity.WARNING,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        METRICS_UNPARSABLE,
-        "metrics-unparsable",
-        "A .json or .yaml file in the pull does not parse.",
-        "A metrics file that was cut short or never finished writing is the evidence the run is "
-        "judged by; an unparsable one is as good as missing.",
-        'metrics.json: {"loss": 0.31',
-        '{"loss": 0.31}',
-        "Re-pull the file or re-run the evaluation that writes it.",
+    Rule(
+        code=METRICS_UNPARSABLE,
+        name="metrics-unparsable",
+        summary="A .json or .yaml file in the pull does not parse.",
+        why=(
+            "A metrics file that was cut short or never finished writing is the evidence the "
+            "run is judged by; an unparsable one is as good as missing."
+        ),
+        example_bad='metrics.json: {"loss": 0.31',
+        example_good='{"loss": 0.31}',
+        fix="Re-pull the file or re-run the evaluation that writes it.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        DEEP_LOAD_FAILED,
-        "deep-load-failed",
-        "With --deep, torch.load(weights_only=True) or safetensors.safe_open failed.",
-        "Structure and safety checks passed, but the reference loader still refused the file "
-        "(unsupported pickle protocol, dtype unknown to this torch).",
-        "torch.load: Unsupported operand 149",
-        "torch.load(..., weights_only=True) succeeds",
-        "Re-save with a plain torch.save(state_dict) (protocol 2) or with safetensors.",
+    Rule(
+        code=DEEP_LOAD_FAILED,
+        name="deep-load-failed",
+        summary="With --deep, torch.load(weights_only=True) or safetensors.safe_open failed.",
+        why=(
+            "Structure and safety checks passed, but the reference loader still refused the "
+            "file (unsupported pickle protocol, dtype unknown to this torch)."
+        ),
+        example_bad="torch.load: Unsupported operand 149",
+        example_good="torch.load(..., weights_only=True) succeeds",
+        fix="Re-save with a plain torch.save(state_dict) (protocol 2) or with safetensors.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        FILE_UNREADABLE,
-        "file-unreadable",
-        "A pulled file could not be read, or changed while it was being verified.",
-        "A file that cannot be read cannot be verified; one that changes during the read is "
-        "still being written by something.",
-        "best.pt: Permission denied",
-        "best.pt readable and unchanged",
-        "Fix permissions or wait for the writer, then rerun.",
+    Rule(
+        code=FILE_UNREADABLE,
+        name="file-unreadable",
+        summary="A pulled file could not be read, or changed while it was being verified.",
+        why=(
+            "A file that cannot be read cannot be verified; one that changes during the read is "
+            "still being written by something."
+        ),
+        example_bad="best.pt: Permission denied",
+        example_good="best.pt readable and unchanged",
+        fix="Fix permissions or wait for the writer, then rerun.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        VERIFIED_MARKER_STALE,
-        "verified-marker-stale",
-        "A file recorded in PULL_VERIFIED.json is gone or changed since it was verified.",
-        "The marker certifies bytes, not names: a checkpoint deleted or rewritten after "
-        "verification is no longer covered, and teardown would destroy the only good copy.",
-        "best.pt: size 1073741824 in the marker, 0 now",
-        "every marker file unchanged",
-        "Verify again (`rentcheck verify LOCAL_ROOT`) before teardown.",
+    Rule(
+        code=VERIFIED_MARKER_STALE,
+        name="verified-marker-stale",
+        summary="A file recorded in PULL_VERIFIED.json is gone or changed since it was verified.",
+        why=(
+            "The marker certifies bytes, not names: a checkpoint deleted or rewritten after "
+            "verification is no longer covered, and teardown would destroy the only good copy."
+        ),
+        example_bad="best.pt: size 1073741824 in the marker, 0 now",
+        example_good="every marker file unchanged",
+        fix="Verify again (`rentcheck verify LOCAL_ROOT`) before teardown.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
 )
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-
-from rentcheck.model import Rule, Severity, described_rule
+from rentcheck.model import Applicability, Rule, Severity
 
 __all__ = [
     "BOX_MANIFEST_UNREADABLE",
@@ -23,65 +21,97 @@ METER_STOP_NOT_APPROVED = "RC804"
 METER_STOP_IRREVERSIBLE = "RC805"
 
 
-_rule = functools.partial(described_rule, family="teardown")
-
-
 TEARDOWN_RULES: tuple[Rule, ...] = (
-    _rule(
-        VERIFIED_MARKER_MISSING,
-        "verified-marker-missing",
-        "The pulled directory has no readable PULL_VERIFIED.json: the pull was never verified.",
-        "The marker is written only when every file matched the manifest and passed the "
-        "structure, safety and NaN/Inf checks. Without it nothing shows that the local copy is "
-        "complete, and stopping the meter may destroy the only good copy of the results.",
-        "rentcheck teardown --verified results/ ...   # results/PULL_VERIFIED.json absent",
-        "rentcheck verify results/ && rentcheck teardown --verified results/ ...",
-        "Run `rentcheck verify LOCAL_ROOT` and fix what it reports, then run teardown again.",
+    Rule(
+        code=VERIFIED_MARKER_MISSING,
+        name="verified-marker-missing",
+        summary=(
+            "The pulled directory has no readable PULL_VERIFIED.json: the pull was never verified."
+        ),
+        why=(
+            "The marker is written only when every file matched the manifest and passed the "
+            "structure, safety and NaN/Inf checks. Without it nothing shows that the local copy "
+            "is complete, and stopping the meter may destroy the only good copy of the results."
+        ),
+        example_bad=(
+            "rentcheck teardown --verified results/ ...   # results/PULL_VERIFIED.json absent"
+        ),
+        example_good="rentcheck verify results/ && rentcheck teardown --verified results/ ...",
+        fix="Run `rentcheck verify LOCAL_ROOT` and fix what it reports, then run teardown again.",
+        family="teardown",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        MANIFEST_CHANGED,
-        "manifest-changed-since-verify",
-        "The manifest on the box now is not the one the pull was verified against.",
-        "A manifest rebuilt after the pull means the box holds a different roster: the run "
-        "went on and wrote new checkpoints, or files were replaced. The verified copy then "
-        "lacks them, and teardown would destroy the only copy of what changed.",
-        "marker: manifest sha256 9c07...; box now: 3fa1... (2 files new on the box)",
-        "marker and box name the same manifest sha256",
-        "Pull again, run `rentcheck verify` against the current manifest, then teardown.",
+    Rule(
+        code=MANIFEST_CHANGED,
+        name="manifest-changed-since-verify",
+        summary="The manifest on the box now is not the one the pull was verified against.",
+        why=(
+            "A manifest rebuilt after the pull means the box holds a different roster: the run "
+            "went on and wrote new checkpoints, or files were replaced. The verified copy then "
+            "lacks them, and teardown would destroy the only copy of what changed."
+        ),
+        example_bad="marker: manifest sha256 9c07...; box now: 3fa1... (2 files new on the box)",
+        example_good="marker and box name the same manifest sha256",
+        fix="Pull again, run `rentcheck verify` against the current manifest, then teardown.",
+        family="teardown",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        BOX_MANIFEST_UNREADABLE,
-        "box-manifest-unreadable",
-        "The manifest re-read from the box (--manifest-now) is missing or invalid.",
-        "Teardown must compare the box as it is now with what was verified. A manifest that "
-        "cannot be read is no evidence about the box, so the comparison cannot pass.",
-        "--manifest-now /tmp/now.json   # empty file: the copy from the box failed",
-        "--manifest-now /tmp/now.json   # copied from the box just now, intact",
-        "Copy PULL_MANIFEST.json from the box again (or rebuild it there) and pass that file.",
+    Rule(
+        code=BOX_MANIFEST_UNREADABLE,
+        name="box-manifest-unreadable",
+        summary="The manifest re-read from the box (--manifest-now) is missing or invalid.",
+        why=(
+            "Teardown must compare the box as it is now with what was verified. A manifest that "
+            "cannot be read is no evidence about the box, so the comparison cannot pass."
+        ),
+        example_bad="--manifest-now /tmp/now.json   # empty file: the copy from the box failed",
+        example_good="--manifest-now /tmp/now.json   # copied from the box just now, intact",
+        fix="Copy PULL_MANIFEST.json from the box again (or rebuild it there) and pass that file.",
+        family="teardown",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        METER_STOP_NOT_APPROVED,
-        "meter-stop-not-approved",
-        "Everything checks out, but the person has not approved the platform's meter-stop "
-        "action (--approve).",
-        "Stopping the meter is the one step that cannot be taken back on most platforms: "
-        "terminate and destroy delete disks. rentcheck states the action and what it deletes, "
-        "and passes only after a person has read that and said yes.",
-        "rentcheck teardown --verified results/ --manifest-now now.json --profile runpod",
-        "rentcheck teardown --verified results/ --manifest-now now.json --profile runpod --approve",
-        "Read the meter-stop action and what it destroys, then rerun with --approve.",
+    Rule(
+        code=METER_STOP_NOT_APPROVED,
+        name="meter-stop-not-approved",
+        summary=(
+            "Everything checks out, but the person has not approved the platform's meter-stop "
+            "action (--approve)."
+        ),
+        why=(
+            "Stopping the meter is the one step that cannot be taken back on most platforms: "
+            "terminate and destroy delete disks. rentcheck states the action and what it "
+            "deletes, and passes only after a person has read that and said yes."
+        ),
+        example_bad=(
+            "rentcheck teardown --verified results/ --manifest-now now.json --profile runpod"
+        ),
+        example_good=(
+            "rentcheck teardown --verified results/ --manifest-now now.json --profile runpod "
+            "--approve"
+        ),
+        fix="Read the meter-stop action and what it destroys, then rerun with --approve.",
+        family="teardown",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
     ),
-    _rule(
-        METER_STOP_IRREVERSIBLE,
-        "meter-stop-irreversible",
-        "The platform's meter-stop action cannot be undone (or its fate is unknown).",
-        "After terminate/destroy/release there is no instance to go back to: anything not "
-        "pulled and verified is gone. This note keeps that fact in the record of every "
-        "teardown on such a platform, even an approved one.",
-        "runpod: terminate deletes container-disk and volume-disk",
-        "autodl: shutdown (关机) keeps every disk for 15 days",
-        "Nothing to fix; make sure everything you need was in the verified pull.",
-        Severity.NOTE,
+    Rule(
+        code=METER_STOP_IRREVERSIBLE,
+        name="meter-stop-irreversible",
+        summary="The platform's meter-stop action cannot be undone (or its fate is unknown).",
+        why=(
+            "After terminate/destroy/release there is no instance to go back to: anything not "
+            "pulled and verified is gone. This note keeps that fact in the record of every "
+            "teardown on such a platform, even an approved one."
+        ),
+        example_bad="runpod: terminate deletes container-disk and volume-disk",
+        example_good="autodl: shutdown (关机) keeps every disk for 15 days",
+        fix="Nothing to fix; make sure everything you need was in the verified pull.",
+        family="teardown",
+        default_severity=Severity.NOTE,
+        fix_applicability=Applicability.NONE,
     ),
 )
 
