@@ -72,6 +72,32 @@ class Rule:
     default_severity: Severity
     status: RuleStatus = RuleStatus.STABLE
 
+    def finding(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        col: int | None = None,
+        host: str | None = None,
+        severity: Severity | None = None,
+        details: Mapping[str, Any] | None = None,
+        fix: Fix | None = None,
+    ) -> Finding:
+        """A finding of this rule (its code, its default severity unless ``severity``): the
+        one way every check and gate builds one."""
+        return Finding(
+            code=self.code,
+            severity=self.default_severity if severity is None else severity,
+            message=message,
+            path=path,
+            line=line,
+            col=col,
+            host=host,
+            details={} if details is None else details,
+            fix=fix,
+        )
+
 
 def described_rule(  # noqa: PLR0917 - rule tables read best as positional rows
     code: str,

@@ -14,13 +14,7 @@ __all__ = ["dig", "finding", "percent"]
 def finding(
     code: str, message: str, host: str, severity: Severity | None = None, **details: Any
 ) -> Finding:
-    return Finding(
-        code=code,
-        severity=severity or RULES_BY_CODE[code].default_severity,
-        message=message,
-        host=host,
-        details=details,
-    )
+    return RULES_BY_CODE[code].finding(message, host=host, severity=severity, details=details)
 
 
 def dig(facts: Mapping[str, Any] | None, *keys: str) -> Any:

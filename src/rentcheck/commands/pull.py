@@ -16,7 +16,6 @@ import time
 from typing import Any
 
 from rentcheck.config import Config, load_config
-from rentcheck.model import Finding
 
 __all__ = ["add_parsers"]
 
@@ -151,9 +150,7 @@ def run_build(args: argparse.Namespace) -> int:
     )
     rule = RULES_BY_CODE[LEFTOVER_PARTIAL]
     findings = [
-        Finding(
-            LEFTOVER_PARTIAL,
-            rule.default_severity,
+        rule.finding(
             f"left over from an unfinished write ({item['reason']}, {item['size']} bytes): "
             "recorded in the manifest, not hashed; `rentcheck verify` fails on it too",
             path=item["path"],

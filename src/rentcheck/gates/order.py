@@ -84,14 +84,9 @@ def check_order(
             # A requirement that could not be checked (no --host given) is said, not failed:
             # the command that has the host (launch) checks it.
             severity = Severity.NOTE if "unchecked" in details else rule.default_severity
+            details = {"gate": gate.name, "requires": required.name, **details}
             found.append(
-                Finding(
-                    rule.code,
-                    severity,
-                    message,
-                    host=evidence.get("host"),
-                    details={"gate": gate.name, "requires": required.name, **details},
-                )
+                rule.finding(message, host=evidence.get("host"), severity=severity, details=details)
             )
     return found
 
@@ -214,12 +209,8 @@ def force_findings(findings: list[Finding], reason: str) -> list[Finding]:
         for f in findings
     ]
     missing = sorted({str(f.details.get("requires")) for f in findings})
+    message = f"passed with --force although {', '.join(missing)} did not hold: {reason}"
     forced.append(
-        Finding(
-            PREREQUISITE_FORCED.code,
-            PREREQUISITE_FORCED.default_severity,
-            f"passed with --force although {', '.join(missing)} did not hold: {reason}",
-            details={"reason": reason, "requires": missing},
-        )
+        PREREQUISITE_FORCED.finding(message, details={"reason": reason, "requires": missing})
     )
     return forced

@@ -195,4 +195,4 @@ def _meta_findings(
 
 
 def _finding(rule: Rule, message: str, path: str, line: int) -> Finding:
-    return Finding(rule.code, rule.default_severity, message, path=path, line=line, col=1)
+    return rule.finding(message, path=path, line=line, col=1)

@@ -121,8 +121,7 @@ class TeardownResult:
 
 
 def _finding(code: str, message: str, path: str | None, **details: Any) -> Finding:
-    rule = TEARDOWN_RULES_BY_CODE[code]
-    return Finding(code, rule.default_severity, message, path=path, details=details)
+    return TEARDOWN_RULES_BY_CODE[code].finding(message, path=path, details=details)
 
 
 def _roster_change(marker: VerifiedMarker, now: Manifest) -> str:
