@@ -126,10 +126,18 @@ class Config:
         return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
-def find_config_file(start: str) -> str | None:
+def find_config_file(start: str, *, outside: Sequence[str] = ()) -> str | None:
+    """The nearest config file at or above ``start``, skipping directories inside any of
+    ``outside`` (data that came from a box: its settings are never ours to read)."""
     directory = os.path.abspath(start)
     if os.path.isfile(directory):
         directory = os.path.dirname(directory)
+    fenced = [os.path.realpath(p) for p in outside]
+    while any(_inside(os.path.realpath(directory), f) for f in fenced):
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
     while True:
         for name in YAML_NAMES:
             candidate = os.path.join(directory, name)
@@ -142,6 +150,20 @@ def find_config_file(start: str) -> str | None:
         if parent == directory:
             return None
         directory = parent
+
+
+def _outside_of(directory: str, untrusted: Sequence[str]) -> str:
+    """``directory``, or the folder holding the pulled data it is inside: rentcheck's own
+    files (the ledger, the cache) never go into data that came from a box."""
+    for fenced in untrusted:
+        real = os.path.realpath(fenced)
+        if _inside(os.path.realpath(directory), real):
+            return os.path.dirname(real)
+    return directory
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def _shadowed_pyproject(path: str) -> str | None:
@@ -326,18 +348,30 @@ def load_config(
     isolated: bool = False,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    untrusted: Sequence[str] = (),
 ) -> Config:
-    """Resolve the effective settings; raises ConfigError naming the key and the source."""
+    """Resolve the effective settings; raises ConfigError naming the key and the source.
+
+    ``untrusted`` names directories whose content came from a box (a pulled folder): no
+    config is read from inside them, found or named, and the project root is never one."""
     env = os.environ if env is None else env
     # Without a config file, paths are reported relative to where the user stands.
-    config = Config(root=os.getcwd())
+    config = Config(root=_outside_of(os.getcwd(), untrusted))
     explicit = explicit or env.get(ENV_PREFIX + "CONFIG") or None
-    path = None if isolated else (explicit or find_config_file(start))
+    path = None if isolated else (explicit or find_config_file(start, outside=untrusted))
     if path is not None:
         if not os.path.isfile(path):
             raise ConfigError(
                 f"config file {path} does not exist", hint="check --config / RENTCHECK_CONFIG"
             )
+        where = os.path.realpath(path)
+        for fenced in untrusted:
+            if _inside(where, os.path.realpath(fenced)):
+                raise ConfigError(
+                    f"{path} is inside {fenced}, which came from the box: rentcheck never "
+                    "takes settings from pulled data",
+                    hint="keep the config in your project and pass that one with --config",
+                )
         path = os.path.abspath(path)
         config = replace(config, source=path, root=os.path.dirname(path))
         config = _apply(_read_file(path), config, path)

@@ -130,9 +130,16 @@ def _help(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _config(args: argparse.Namespace) -> Config:
+def _config(args: argparse.Namespace, untrusted: tuple[str, ...] = ()) -> Config:
+    """The project's settings; never any found in ``untrusted`` (the pulled folder)."""
     overrides = {"fail-level": args.fail_level, "output-format": args.output_format}
-    return load_config(".", explicit=args.config, isolated=args.isolated, overrides=overrides)
+    return load_config(
+        ".",
+        explicit=args.config,
+        isolated=args.isolated,
+        overrides=overrides,
+        untrusted=untrusted,
+    )
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -229,7 +236,7 @@ def run_verify(args: argparse.Namespace) -> int:
     # numpy's BLAS starts a pool of spinning threads at import; verify never multiplies a
     # matrix, and those threads cost the hashing workers CPU (this process only).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    config = _config(args)
+    config = _config(args, untrusted=(args.root,))
     settings = verify_settings(config, deep=args.deep, jobs=args.jobs)
     if args.allow_global:
         settings = verify_settings(
@@ -304,7 +311,8 @@ def run_teardown(args: argparse.Namespace) -> int:
     from rentcheck.pull.teardown import check_teardown, describe, meter_stop_plan
     from rentcheck.pull.teardown_rules import TEARDOWN_RULES_BY_CODE
 
-    config = _config(args)
+    verified = args.verified if os.path.isdir(args.verified) else os.path.dirname(args.verified)
+    config = _config(args, untrusted=(verified or ".",))
     reason = force_reason(args)
     settings = teardown_settings(config, {"profile": args.profile, "meter_stop": args.meter_stop})
     if settings.profile is None and settings.meter_stop is None:
