@@ -58,6 +58,7 @@ def show(
         fixed=result.fixed,
         suppressed=result.suppressed,
         judged_failing=verdict.failing,
+        proved=result.proved,
         # The gate's extras under one key ("gate"); v1 consumers also find them at the top
         # level, where they were before the gate table (fields are only ever added).
         extra={

@@ -43,6 +43,7 @@ class GateResult:
     profile: str | None = None
     evidence: dict[str, str] = field(default_factory=dict)  # e.g. manifest digest
     headline: tuple[str, ...] = ()  # lines a person reads first (the smoke verdict, ...)
+    proved: str | None = None  # what a clean run proved, in the gate's words
     partial: bool = False  # checked part of the project only: proves nothing for the ledger
 
 

@@ -34,6 +34,9 @@ class Report:
     # The findings the gate's judgement (rentcheck.gates.judge) says fail; None: every
     # finding at or above fail_level (a report built without a judgement, as in tests).
     judged_failing: tuple[Finding, ...] | None = None
+    # What a clean run proved, in the gate's words ("12 files, 9.4 GB, all digests match"),
+    # said instead of the generic "All checks passed" (None: the generic line).
+    proved: str | None = None
 
     @property
     def failing(self) -> list[Finding]:
@@ -67,6 +70,8 @@ class Report:
             by_sev = ", ".join(f"{n} {s}" for s, n in self.counts_by_severity().items() if n)
             where = f" in {files} checked" if counted else ""
             parts.append(f"Found {len(self.findings)} finding(s) ({by_sev}){where}.")
+        elif self.proved is not None:
+            parts.append(self.proved)
         else:
             parts.append(
                 f"All checks passed ({files} checked)." if counted else "All checks passed."
