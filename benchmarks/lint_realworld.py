@@ -28,7 +28,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_CORPUS = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "corpus", "lint"))
-GOOD = ("TP", "acceptable")
 
 
 def rentcheck() -> str:
@@ -65,30 +64,21 @@ def lint_repo(folder: str) -> tuple[dict[str, object], float, int, str]:
     return report, wall, proc.returncode, proc.stderr
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", default=DEFAULT_CORPUS)
-    parser.add_argument("--show-fp", action="store_true", help="list labelled FPs still reported")
-    parser.add_argument("--show-unlabelled", metavar="CODE", help="list unlabelled findings")
-    args = parser.parse_args()
-    labels_path = os.path.join(args.corpus, "labels.json")
-    if not os.path.isfile(labels_path):
-        print(f"corpus not found at {args.corpus}: nothing to measure (skipped)")
-        return 0
-    with open(labels_path, encoding="utf-8") as handle:
-        labels = json.load(handle)
-    verdicts = {(x["repo"], x["path"], x["line"], x["code"]): x for x in labels}
-    repos = sorted(
-        name for name in os.listdir(args.corpus) if os.path.isdir(os.path.join(args.corpus, name))
-    )
+def run_corpus(
+    corpus: str, show_unlabelled: str | None
+) -> tuple[collections.Counter[str], set[tuple[str, str, int | None, str]], list[str], bool]:
+    """Lint each repository folder: findings per rule, the (repo, path, line, code) keys
+    reported, the unlabelled findings of one rule, and whether any run crashed."""
+    with open(os.path.join(corpus, "labels.json"), encoding="utf-8") as handle:
+        labelled = {(x["repo"], x["path"], x["line"], x["code"]) for x in json.load(handle)}
+    repos = sorted(n for n in os.listdir(corpus) if os.path.isdir(os.path.join(corpus, n)))
     per_rule: collections.Counter[str] = collections.Counter()
     reported: set[tuple[str, str, int | None, str]] = set()
     unlabelled: list[str] = []
     crashed = False
-    files = 0
-    wall = 0.0
+    files, wall = 0, 0.0
     for repo in repos:
-        report, seconds, code, stderr = lint_repo(os.path.join(args.corpus, repo))
+        report, seconds, code, stderr = lint_repo(os.path.join(corpus, repo))
         wall += seconds
         if code not in (0, 1) or "Traceback" in stderr:
             crashed = True
@@ -104,35 +94,66 @@ def main() -> int:
             key = (repo, finding["path"], finding["line"], finding["code"])
             per_rule[finding["code"]] += 1
             reported.add(key)
-            if finding["code"] == args.show_unlabelled and key not in verdicts:
-                unlabelled.append(f"  {repo}/{finding['path']}:{finding['line']} {finding['message']}")
-    print(f"\n{files} files in {wall:.2f} s: {files / wall:.0f} files/s (cold, one process per repo)")
-    print(f"\n{'rule':6s} {'found':>6s} {'labelled':>8s} {'TP':>4s} {'acc':>4s} {'FP':>4s} "
-          f"{'precision':>9s} {'FP gone':>8s} {'TP lost':>8s}")
-    codes = sorted(set(per_rule) | {x["code"] for x in labels})
+            if finding["code"] == show_unlabelled and key not in labelled:
+                where = f"{repo}/{finding['path']}:{finding['line']}"
+                unlabelled.append(f"  {where} {finding['message']}")
+    rate = files / wall if wall else 0.0
+    print(f"\n{files} files in {wall:.2f} s: {rate:.0f} files/s (cold, one process per repo)")
+    return per_rule, reported, unlabelled, crashed
+
+
+def precision_table(
+    labels: list[dict[str, object]],
+    per_rule: collections.Counter[str],
+    reported: set[tuple[str, str, int | None, str]],
+) -> tuple[list[str], list[str]]:
+    """Print one row per rule; return the labelled good findings lost and the FPs kept."""
+    print(
+        f"\n{'rule':6s} {'found':>6s} {'labelled':>8s} {'TP':>4s} {'acc':>4s} {'FP':>4s} "
+        f"{'precision':>9s} {'FP gone':>8s} {'TP lost':>8s}"
+    )
     lost: list[str] = []
     still_fp: list[str] = []
-    for rule in codes:
+    for rule in sorted(set(per_rule) | {str(x["code"]) for x in labels}):
         counts: collections.Counter[str] = collections.Counter()
-        for key, label in verdicts.items():
+        for label in labels:
+            key = (str(label["repo"]), str(label["path"]), label["line"], str(label["code"]))
             if key[3] != rule:
                 continue
+            where = f"  {key[0]}/{key[1]}:{key[2]} {rule}"
             if key in reported:
-                counts[label["verdict"]] += 1
+                counts[str(label["verdict"])] += 1
                 if label["verdict"] == "FP":
-                    still_fp.append(f"  {key[0]}/{key[1]}:{key[2]} {rule}: {label['reason']}")
+                    still_fp.append(f"{where}: {label['reason']}")
             elif label["verdict"] == "FP":
                 counts["FP gone"] += 1
             else:
                 counts["lost"] += 1
-                lost.append(f"  {key[0]}/{key[1]}:{key[2]} {rule} ({label['verdict']})")
-        labelled = counts["TP"] + counts["acceptable"] + counts["FP"]
-        precision = f"{100 * (labelled - counts['FP']) / labelled:8.0f}%" if labelled else "       -"
+                lost.append(f"{where} ({label['verdict']})")
+        total = counts["TP"] + counts["acceptable"] + counts["FP"]
+        precision = f"{100 * (total - counts['FP']) / total:8.0f}%" if total else "       -"
         print(
-            f"{rule:6s} {per_rule[rule]:6d} {labelled:8d} {counts['TP']:4d} "
+            f"{rule:6s} {per_rule[rule]:6d} {total:8d} {counts['TP']:4d} "
             f"{counts['acceptable']:4d} {counts['FP']:4d} {precision:>9s} "
             f"{counts['FP gone']:8d} {counts['lost']:8d}"
         )
+    return lost, still_fp
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", default=DEFAULT_CORPUS)
+    parser.add_argument("--show-fp", action="store_true", help="list labelled FPs still reported")
+    parser.add_argument("--show-unlabelled", metavar="CODE", help="list unlabelled findings")
+    args = parser.parse_args()
+    labels_path = os.path.join(args.corpus, "labels.json")
+    if not os.path.isfile(labels_path):
+        print(f"corpus not found at {args.corpus}: nothing to measure (skipped)")
+        return 0
+    with open(labels_path, encoding="utf-8") as handle:
+        labels = json.load(handle)
+    per_rule, reported, unlabelled, crashed = run_corpus(args.corpus, args.show_unlabelled)
+    lost, still_fp = precision_table(labels, per_rule, reported)
     if lost:
         print("\nlabelled true positives (or acceptable) no longer reported:")
         print("\n".join(lost))

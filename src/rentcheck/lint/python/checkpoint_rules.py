@@ -31,16 +31,25 @@ LOAD_RULE = Rule(
     code="RC203",
     name="torch-load-without-weights-only",
     family="python",
-    summary="`torch.load` without `weights_only=True`",
+    summary="`torch.load` without an explicit `weights_only`",
     why=(
-        "Without `weights_only=True`, `torch.load` unpickles arbitrary objects, which can run "
-        "arbitrary code: a checkpoint pulled from a shared disk, a hub or another tenant's "
-        "box is a program. Older torch versions (before 2.6) on the rented image default to "
-        "the unsafe mode, so the same line is safe on your laptop and unsafe on the box."
+        "What `torch.load(path)` does depends on the torch on the box. Before 2.6 it "
+        "unpickles arbitrary objects, which can run arbitrary code: a checkpoint pulled from "
+        "a shared disk, a hub or another tenant's box is a program. From 2.6 on it defaults "
+        "to `weights_only=True` and refuses anything but tensors and plain containers, so a "
+        "full training state (an argparse Namespace, numpy RNG state) that the same code "
+        "saved fails at resume with `UnpicklingError: Weights only load failed`, after the "
+        "box is rented. Saying which one you mean makes the line behave the same everywhere."
     ),
     example_bad='state = torch.load("ckpt.pt")',
-    example_good='state = torch.load("ckpt.pt", weights_only=True, map_location="cpu")',
-    fix="Pass `weights_only=True` (store only tensors, numbers, strings, lists and dicts).",
+    example_good=(
+        'weights = torch.load("hub_weights.pt", weights_only=True, map_location="cpu")\n'
+        'state = torch.load("own_ckpt.pt", weights_only=False)  # our own full-state file'
+    ),
+    fix=(
+        "Pass `weights_only=True` for files you did not write (store only tensors, numbers, "
+        "strings, lists and dicts), `weights_only=False` for your own full-state checkpoint."
+    ),
     fix_applicability=Applicability.NONE,
     default_severity=Severity.WARNING,
 )
