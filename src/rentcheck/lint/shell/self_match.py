@@ -155,16 +155,7 @@ def _self_match_hits(script: ShellScript) -> Iterator[Hit]:
             if pattern is None:
                 continue
             if current.outer is not None:
-                arguments = _script_arguments_of(current)
-                if arguments:
-                    pattern = _POSITIONAL.sub(
-                        lambda m: (
-                            arguments[int(m.group(1)) - 1]
-                            if int(m.group(1)) <= len(arguments)
-                            else m.group(0)
-                        ),
-                        pattern,
-                    )
+                pattern = _with_arguments(pattern, _script_arguments_of(current))
                 outer_line = text(current.outer.node)
                 if _matches(pattern, outer_line) and not _execed_by_bash(command, current):
                     yield hit(
