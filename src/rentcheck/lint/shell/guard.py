@@ -101,20 +101,24 @@ def _unguarded(script: ShellScript) -> Iterator[Hit]:
         for name, body in functions.items()
         if any(body.start_byte <= c.node.start_byte < body.end_byte for c in long_commands)
     }
-    first_long = -1
-    for index, statement in enumerate(statements):
-        if statement.type == "function_definition":
-            continue
-        if any(
-            _top_level(c.node, root) == statement for c in long_commands
-        ) or long_functions.intersection(text(statement).replace(";", " ").split()):
-            first_long = index
-        elif script.has_background_operator() and any(
-            c.backgrounded() and _top_level(c.node, root) == statement for c in script.commands()
-        ):
-            first_long = index
-        if first_long >= 0:
-            break
+    # The top-level statements that run a long command, or start one in the background.
+    holders = {_top_level(c.node, root).start_byte for c in long_commands}
+    if script.has_background_operator():
+        holders.update(
+            _top_level(c.node, root).start_byte for c in script.commands() if c.backgrounded()
+        )
+    first_long = next(
+        (
+            index
+            for index, statement in enumerate(statements)
+            if statement.type != "function_definition"
+            and (
+                statement.start_byte in holders
+                or long_functions.intersection(text(statement).replace(";", " ").split())
+            )
+        ),
+        -1,
+    )
     if first_long < 0:
         return
     after = [s for s in statements[first_long + 1 :] if s.type != "function_definition"]

@@ -42,7 +42,7 @@ def is_long_running(command: Command) -> bool:
     argv = command.argv
     if name in _SHELLS:
         # `bash "$X"`, `bash train.sh`: another script that runs as long as it does.
-        return bool(argv) and not argv[0].startswith("-") or "-s" in argv
+        return (bool(argv) and not argv[0].startswith("-")) or "-s" in argv
     if name.endswith(".sh"):
         return True
     if name.startswith("$"):
