@@ -67,6 +67,7 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     checkpoint_rules.LOAD,
     device_rules.CUDA,
     checkpoint_rules.NO_RESUME,
+    checkpoint_rules.TRACKER,
     ruff_bridge.RUFF,
 )
 

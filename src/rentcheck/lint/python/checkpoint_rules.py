@@ -82,3 +82,29 @@ RESUME_RULE = Rule(
 NONATOMIC = python_check(NONATOMIC_RULE, "checkpoint_checks", "nonatomic")
 LOAD = python_check(LOAD_RULE, "checkpoint_checks", "load")
 NO_RESUME = python_check(RESUME_RULE, "checkpoint_checks", "no_resume")
+
+TRACKER_RULE = Rule(
+    code="RC206",
+    name="checkpoint-tracker-written-in-place",
+    family="python",
+    summary="The file naming the latest checkpoint is rewritten in place (`open(…, 'w')`)",
+    why=(
+        "`open(tracker, 'w')` empties the file the moment it opens, and the new step number "
+        "reaches it only at the write and close. A preemption or kill in between leaves a "
+        "tracker (`latest`, `latest_checkpointed_iteration.txt`) that is empty or cut short "
+        "although every checkpoint directory is intact: the relaunch reads nothing where "
+        "the step should be, and `int('')` crashes the resume, or a loader that takes an "
+        "unreadable tracker for 'no checkpoint yet' starts again from step 0 (or, taking it "
+        "for 'finished', exits 0 without training)."
+    ),
+    example_bad='with open(os.path.join(out, "latest"), "w") as f:\n    f.write(str(step))',
+    example_good=(
+        'tmp = os.path.join(out, f"latest.tmp-{os.getpid()}")\nwith open(tmp, "w") as f:\n'
+        "    f.write(str(step))\nos.replace(tmp, os.path.join(out, 'latest'))"
+    ),
+    fix="Write the tracker to a temporary file in the same directory, then `os.replace` it.",
+    fix_applicability=Applicability.NONE,
+    default_severity=Severity.WARNING,
+)
+
+TRACKER = python_check(TRACKER_RULE, "tracker_checks", "tracker_in_place")

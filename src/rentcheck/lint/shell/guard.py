@@ -114,7 +114,10 @@ def _unguarded(script: ShellScript) -> Iterator[Hit]:
             if statement.type != "function_definition"
             and (
                 statement.start_byte in holders
-                or long_functions.intersection(text(statement).replace(";", " ").split())
+                or (
+                    bool(long_functions)
+                    and bool(long_functions.intersection(text(statement).replace(";", " ").split()))
+                )
             )
         ),
         -1,
