@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from rentcheck.lint.shell.common import hit, shell_check
 from rentcheck.lint.shell.redirects import ssh_options
 from rentcheck.lint.shell.words import text
-from rentcheck.model import Applicability, Rule, RuleStatus, Severity
+from rentcheck.model import Applicability, Rule, Severity
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
@@ -64,7 +64,6 @@ WRONG_NODE_RULE = Rule(
     fix='Run the probe on the target node: `srun -w "$node" nvidia-smi` or `ssh "$node" …`.',
     fix_applicability=Applicability.NONE,
     default_severity=Severity.WARNING,
-    status=RuleStatus.PREVIEW,
 )
 
 # Probes that hang with the thing they look at: a lost GPU, a dead network mount.

@@ -51,10 +51,10 @@ KILL_RELAUNCH_RULE = Rule(
     summary="One `ssh host '…'` kills processes and then starts new work",
     why=(
         "`ssh box 'pkill -f train; nohup python train.py &'` looks like a restart, but the "
-        "kill often takes the remote shell (its command line contains the pattern) or the "
-        "session with it, so the relaunch after it never runs; even when it does, the new "
-        "job is tied to a session that is being torn down. The run silently stops and the "
-        "box keeps billing."
+        "remote shell running that string has `train` in its own command line, so `pkill "
+        "-f` kills it along with the old job, and the relaunch after the kill never runs. "
+        "ssh returns (with the shell's signal status, often ignored), the run silently stops "
+        "and the box keeps billing."
     ),
     example_bad="ssh box 'pkill -f train.py; nohup python train.py > log 2>&1 &'",
     example_good=(
@@ -186,27 +186,40 @@ def _bracketed(pattern: str) -> str:
     return pattern
 
 
+_NOT_LAUNCHES = frozenset({"cd", "export", "echo", "printf", "source", ".", "sleep", "true"})
+
+
+def _kills_own_shell(command: Command, current: ShellScript, outer: Command) -> bool:
+    """A `pkill -f PATTERN` whose pattern is in the command line of the shell running it."""
+    if command.name != "pkill":
+        return False
+    pattern = _pattern(command)
+    if pattern is None:
+        return False
+    pattern = _with_arguments(pattern, _script_arguments_of(current))
+    return _matches(pattern, text(outer.node))
+
+
 def _kill_relaunch_hits(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
         outer = current.outer
         if outer is None or outer.name != "ssh":
             continue
-        if not current.has_command(_MAY_KILL):
-            continue  # nothing is killed, so nothing is relaunched after a kill
+        if not current.has_command(PROCESS_MATCHERS):
+            continue  # nothing can kill the shell that would run the relaunch
         killed_at: Command | None = None
         for command in current.commands():
-            is_tmux_kill = command.name == "tmux" and command.argv[:1] == ["kill-session"]
-            if command.name in KILLERS or is_tmux_kill:
-                killed_at = killed_at or command
-            elif killed_at is not None and (command.name in LAUNCHERS or command.backgrounded()):
-                if command.name == "tmux" and command.argv[:1] not in (["new-session"], ["new"]):
-                    continue
+            if killed_at is None:
+                if _kills_own_shell(command, current, outer):
+                    killed_at = command
+                continue
+            launches = command.name in LAUNCHERS or command.backgrounded()
+            if launches and command.name not in _NOT_LAUNCHES:
                 yield hit(
                     outer.line,
                     outer.col,
-                    f"this ssh command kills (`{killed_at.name}`) and then launches "
-                    f"(`{command.name}`) in one session: the relaunch dies with the kill; use "
-                    "two ssh calls",
+                    f"this ssh command's `pkill -f` matches the remote shell running it, so "
+                    f"the relaunch after it (`{command.name}`) never runs; use two ssh calls",
                     killer=killed_at.name,
                     launcher=command.name,
                 )
