@@ -221,25 +221,42 @@ def _stdin_hits(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
         if current.outer is None or not _through_ssh(current):
             continue
-        # One judgement per backgrounded statement, on its last command: in `cd d && cmd &`
-        # it is cmd that outlives the rest.
+        # One judgement per backgrounded statement. `a && b > log 2>&1 &` runs in a
+        # subshell that keeps the session's stdout while it waits for b, whatever b's own
+        # redirects say; a single command is judged by its redirects.
         last: dict[int, Command] = {}
         for command in current.commands_where(_may_hold_session):
             if command.backgrounded():
                 last[command.statement().start_byte] = command
         for command in last.values():
-            stream = _holds_output(command)
+            in_subshell = _in_list(command)
+            stream = "stdout" if in_subshell else _holds_output(command)
             if stream is None:
                 continue
             launched = _launch_words(command) or [command.name]
+            holder = "the subshell running this list keeps" if in_subshell else "it keeps its"
             yield hit(
                 command.line,
                 command.col,
-                f"`{' '.join(launched[:3])} &` runs inside an ssh command with its {stream} "
-                "still on the session: ssh waits for it to end (and a cut connection kills "
-                "it); add `> job.log 2>&1 < /dev/null`",
+                f"`{' '.join(launched[:3])} &` runs inside an ssh command and {holder} "
+                f"{stream} on the session: ssh waits for it to end (and a cut connection "
+                "kills it); redirect it (`{ …; } > job.log 2>&1 < /dev/null &`)",
                 stream=stream,
             )
+
+
+def _in_list(command: Command) -> bool:
+    """Whether the command is part of an `a && b` / `a; b` list inside its statement (the
+    parser hangs redirects written after the list's last command on the whole list)."""
+    statement = command.statement()
+    node = command.node.parent
+    while node is not None:
+        if node.type == "list":
+            return True
+        if node == statement:
+            return False
+        node = node.parent
+    return False
 
 
 @lru_cache(maxsize=4096)
