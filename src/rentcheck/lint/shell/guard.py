@@ -124,7 +124,10 @@ def _unguarded(script: ShellScript) -> Iterator[Hit]:
     )
     if first_long < 0:
         return
-    after = [s for s in statements[first_long + 1 :] if s.type != "function_definition"]
+    # What the parser could not read (a trailing `\` at the end of the file) is no statement.
+    after = [
+        s for s in statements[first_long + 1 :] if s.type not in ("function_definition", "ERROR")
+    ]
     if not after or all(_first_word(s) == "exit" for s in after):
         return  # bash has already read everything it will run
     line = int(statements[first_long].start_point[0]) + 1

@@ -35,9 +35,16 @@ def may_be_long_running(name: str) -> bool:
     )
 
 
+# A quick question to an interpreter, not a run: `python -c '…'`, `python --version`.
+_QUICK_FLAGS = frozenset({"-c", "-V", "--version", "-h", "--help"})
+
+
 def is_long_running(command: Command) -> bool:
     name = command.name
     if _LONG_RUNNING.match(name) is not None:
+        if name.startswith("python"):
+            argv = command.argv
+            return not (argv and argv[0] in _QUICK_FLAGS) and argv[:2] != ["-m", "pip"]
         return name != "tail" or "-f" in command.argv or "-F" in command.argv
     argv = command.argv
     if name in _SHELLS:
