@@ -176,8 +176,12 @@ def _is_long_running(program: str) -> bool:
     return _LONG_RUNNING.match(program.rsplit("/", 1)[-1]) is not None
 
 
-def _is_python(program: str) -> bool:
+def is_python(program: str) -> bool:
+    """Whether a command of this name is a Python interpreter (python, python3, python3.11)."""
     return program.startswith("python") and _PYTHON.match(program) is not None
+
+
+_is_python = is_python
 
 
 # Whether a command of this name can launch the program the rule is about, decided from the
