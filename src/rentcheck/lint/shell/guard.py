@@ -142,8 +142,19 @@ def _unguarded(script: ShellScript) -> Iterator[Hit]:
     )
 
 
+def _only_a_trailing_continuation(script: ShellScript) -> bool:
+    """A file whose last line ends in `\\` (bash joins it with nothing and runs the command);
+    the parser stops there. Asked only of such files: it parses the file again without it."""
+    data = script.source.data.rstrip()
+    if script.outer is not None or not data.endswith(b"\\"):
+        return False
+    from rentcheck.lint.shell import grammar
+
+    return not grammar.parser().parse(data[:-1] + b"\n").root_node.has_error
+
+
 def _partial(script: ShellScript) -> Iterator[Hit]:
-    if script.partial:
+    if script.partial and not _only_a_trailing_continuation(script):
         yield hit(
             script.first_error_line(),
             1,
