@@ -199,7 +199,15 @@ def _may_launch_long_running(name: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _may_launch_python(name: str) -> bool:
-    return name in _WRAPPERS or _is_python(name)
+    return name in _WRAPPERS or _is_python(name) or _is_python_variable(name)
+
+
+# `"$PY" train.py`, `$PYTHON -m trainer`: an interpreter held in a variable.
+_PYTHON_VARIABLE = lazy_regex(r"^\$\{?[A-Za-z_]*PY(THON)?[0-9]*\}?$", flags=2)  # IGNORECASE
+
+
+def _is_python_variable(name: str) -> bool:
+    return name.startswith("$") and _PYTHON_VARIABLE.match(name) is not None
 
 
 def _through_ssh(current: ShellScript) -> bool:
@@ -310,7 +318,7 @@ def _buffered_hits(script: ShellScript) -> Iterator[Hit]:
         via_ssh = current.outer is not None and _through_ssh(current)
         for command in current.commands_where(_may_launch_python):
             launched = _launch_words(command)
-            if not launched or not _is_python(launched[0]):
+            if not launched or not (_is_python(launched[0]) or _is_python_variable(launched[0])):
                 continue
             if not (detached_context or _is_detached(command)):
                 continue
