@@ -519,8 +519,9 @@ class ShellScript:
                 for command in self.commands_named(_CARRIERS):
                     for arg in _script_arguments(command):
                         self._nested.append(self._nested_script(command, arg))
-                    body = command.heredoc_body() if _reads_script_on_stdin(command) else None
-                    if body is not None:
+                    # The heredoc first: a parent's type, where the other question reads words.
+                    body = command.heredoc_body()
+                    if body is not None and _reads_script_on_stdin(command):
                         self._nested.append(self._heredoc_script(command, body))
         return self._nested
 
