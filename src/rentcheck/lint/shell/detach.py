@@ -47,12 +47,17 @@ STDIN_RULE = Rule(
         "matters: a background job whose stdout or stderr still point at the session holds "
         "the channel open, so `ssh box 'nohup python train.py &'` does not return until "
         "training ends (nohup redirects nothing when stdout is not a terminal), and the "
-        "launcher hangs. When the connection is cut instead, the job's next write to the "
-        "dead session kills it with SIGPIPE. Redirecting both to a log detaches it."
+        "launcher hangs; `cd dir && job > log 2>&1 &` hangs too, because the subshell that "
+        "runs the list keeps the session while it waits for the job. When the connection is "
+        "cut instead, the job's next write to the dead session kills it with SIGPIPE. "
+        "Redirecting both streams of what goes to the background to a log detaches it."
     ),
     example_bad="ssh box 'nohup python -u train.py &'",
     example_good="ssh box 'nohup python -u train.py > train.log 2>&1 < /dev/null &'",
-    fix="Send the job's stdout and stderr to a file: `> train.log 2>&1 < /dev/null &`.",
+    fix=(
+        "Send the job's stdout and stderr to a file: `> train.log 2>&1 < /dev/null &`, or "
+        "`{ cd dir && job; } > train.log 2>&1 < /dev/null &` for a list."
+    ),
     fix_applicability=Applicability.UNSAFE,
     default_severity=Severity.WARNING,
 )
