@@ -20,7 +20,16 @@ from rentcheck.model import Finding
 __all__ = ["tracker_in_place"]
 
 _ATOMIC_MOVES = (".replace", ".rename", "os.replace", "os.rename", "shutil.move")
-_TRACKER_HINTS = ("latest_checkpoint", "checkpointed_iteration", "checkpoint_tracker", "tracker")
+# Names of checkpoint trackers (Megatron's tracker_filename, verl's
+# latest_checkpointed_iteration.txt); a bare "tracker" is as often an experiment tracker's log.
+_TRACKER_HINTS = (
+    "latest_checkpoint",
+    "checkpointed_iteration",
+    "checkpoint_tracker",
+    "tracker_filename",
+    "tracker_file",
+    "tracker_path",
+)
 # One-shot tools (converters, mergers) are rerun from scratch when killed.
 _TOOL_PREFIXES = ("convert", "merge", "export")
 
