@@ -62,6 +62,16 @@ def test_rc105_unquoted_pipe_splits_the_grep_pattern(tmp_path: Path) -> None:
     run = bash(bad, cwd=tmp_path)
     assert "run.log: command not found" in run.stderr
     assert bash(good, cwd=tmp_path).stdout.strip() == "1"
+    # With a terminal-like stdin that never ends (a pipe held open), the grep waits forever.
+    held = subprocess.Popen(["bash", str(bad)], cwd=tmp_path, stdin=subprocess.PIPE)
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            held.wait(timeout=3)
+    finally:
+        held.kill()
+        held.wait()
+        assert held.stdin is not None
+        held.stdin.close()
 
 
 def _own_shell_matches(script: str, *args: str, stdin: str | None = None) -> bool:
