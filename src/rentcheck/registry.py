@@ -22,6 +22,7 @@ from rentcheck.lint.shell import (
     grep_stdin,
     guard,
     loops,
+    remote_probe,
     secrets,
     self_match,
     transfer,
@@ -54,6 +55,8 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     secrets.CHECK,
     loops.UNBOUNDED,
     transfer.CHECK,
+    remote_probe.PROBE,
+    remote_probe.WRONG_NODE,
     guard.UNGUARDED,
     guard.PARTIAL,
     checkpoint_rules.NONATOMIC,
@@ -61,6 +64,7 @@ BUILTIN_CHECKS: tuple[Check, ...] = (
     checkpoint_rules.LOAD,
     device_rules.CUDA,
     checkpoint_rules.NO_RESUME,
+    checkpoint_rules.TRACKER,
     ruff_bridge.RUFF,
 )
 

@@ -10,7 +10,7 @@ from rentcheck.lint.cache import MAX_FILES, FindingsCache
 from rentcheck.lint.engine import Linter
 from rentcheck.registry import load_rule_set
 
-BAD = b"#!/usr/bin/env bash\nnohup python train.py > log 2>&1 &\n"
+BAD = b"#!/usr/bin/env bash\nssh box 'nohup python train.py > log &'\n"
 
 
 def _run(root: Path, **config: object) -> list[tuple[str, int | None]]:
@@ -32,7 +32,7 @@ def test_cache_follows_content_and_selection(tmp_path: Path) -> None:
     script = tmp_path / "run.sh"
     script.write_bytes(BAD)
     _run(tmp_path)
-    script.write_bytes(BAD.replace(b"python", b"python -u").replace(b"&\n", b"< /dev/null &\n"))
+    script.write_bytes(BAD.replace(b"python", b"python -u").replace(b"log &", b"log 2>&1 &"))
     assert _run(tmp_path) == []
     script.write_bytes(BAD)
     assert _run(tmp_path, select=("RC110",)) == [("RC110", 2)]

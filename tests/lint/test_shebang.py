@@ -16,8 +16,13 @@ def _findings(cli, repo: Path) -> list[dict[str, object]]:
 def test_binaries_and_plain_data_are_left_alone(cli, tmp_path: Path) -> None:
     repo = make_repo(
         tmp_path / "repo",
-        {"tool": b"\x7fELF\x02\x01\x01\x00\x00\x00", "data.csv": "a,b\n"},
-        executable=("tool",),
+        {
+            "tool": b"\x7fELF\x02\x01\x01\x00\x00\x00",
+            "data.csv": "a,b\n",
+            "notes.md": "# notes\n",
+            "config.yml": "lr: 1\n",
+        },
+        executable=("tool", "notes.md", "config.yml"),
     )
     assert _findings(cli, repo) == []
 
@@ -37,6 +42,6 @@ def test_index_mode_is_used_when_filemode_is_false(cli, tmp_path: Path) -> None:
 
 
 def test_filesystem_mode_is_used_when_filemode_is_trusted(cli, tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo", {"notes.md": "# notes\n"}, executable=("notes.md",))
+    repo = make_repo(tmp_path / "repo", {"setup.sh": "pip install .\n"}, executable=("setup.sh",))
     [finding] = _findings(cli, repo)
     assert finding["details"]["state"] == "executable-without-shebang"

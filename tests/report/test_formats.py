@@ -18,13 +18,13 @@ from tests.conftest import make_repo
 REPO = {
     "run.sh": b"#!/bin/bash\r\necho ok\r\n",
     "tools/x.sh": b"#!/bin/sh\necho x\n",
-    "notes.md": "# n\n",
+    "setup.sh": "pip install .\n",  # executable, no shebang: RC103's warning
 }
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo", REPO, executable=("run.sh", "notes.md"))
+    return make_repo(tmp_path / "repo", REPO, executable=("run.sh", "setup.sh"))
 
 
 def _schema() -> dict[str, object]:
@@ -82,7 +82,7 @@ def test_github_annotations_escape_data_and_properties() -> None:
 def test_severity_maps_to_annotation_level(cli, repo: Path) -> None:
     lines = cli("check", "--output-format", "github", cwd=repo).out.splitlines()
     assert any(line.startswith("::error file=run.sh,line=1") for line in lines)
-    assert any(line.startswith("::warning file=notes.md") for line in lines)
+    assert any(line.startswith("::warning file=setup.sh") for line in lines)
 
 
 def test_every_configurable_output_format_has_a_renderer() -> None:

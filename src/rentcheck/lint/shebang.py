@@ -13,10 +13,13 @@ RULE = Rule(
     summary="Executable bit and shebang line disagree",
     why=(
         "A launcher that runs `./train.sh` on the box fails with `Permission denied` when the "
-        "file lost its executable bit (a zip upload, a Windows checkout, core.fileMode=false), "
-        "and a file marked executable without a `#!` line is run by whatever shell happens to "
-        "call it, or fails with `Exec format error` under setsid/nohup/tmux. Either way the "
-        "job does not start and the GPU idles on your bill."
+        "file lost its executable bit (a zip upload, a Windows checkout, core.fileMode=false). "
+        "A script marked executable without a `#!` line is run by whatever calls it: bash "
+        "runs it as bash, nohup and setsid hand it to /bin/sh (dash on Debian and Ubuntu, "
+        "where `[[` and arrays fail), and Python's subprocess or a launcher that execs it "
+        "directly fails with `Exec format error`. Either way the job does not start and the "
+        "GPU idles on your bill. (Only scripts are judged: an executable YAML or Markdown "
+        "file is run by nobody, and sbatch reads its script itself.)"
     ),
     example_bad="-rw-r--r--  run.sh   (first line: #!/usr/bin/env bash)",
     example_good="-rwxr-xr-x  run.sh   (first line: #!/usr/bin/env bash)",
@@ -30,16 +33,31 @@ RULE = Rule(
 )
 
 
+# Files nobody executes, whatever their mode says (data, docs, configs, notebooks).
+_NOT_PROGRAMS = (
+    ".yml", ".yaml", ".json", ".jsonl", ".md", ".rst", ".txt", ".csv", ".tsv", ".toml",
+    ".cfg", ".ini", ".conf", ".ipynb", ".html", ".xml", ".in", ".lock", ".log", ".gitignore",
+)  # fmt: skip
+
+
 def _applies(source: SourceFile) -> bool:
     # Windows scripts never run on the box; binaries are executable without a shebang.
-    if source.is_binary or source.path.lower().endswith((".bat", ".cmd", ".ps1")):
+    path = source.path.lower()
+    if source.is_binary or path.endswith((".bat", ".cmd", ".ps1", *_NOT_PROGRAMS)):
         return False
     return source.has_shebang or source.is_executable
+
+
+def _submitted_to_slurm(source: SourceFile) -> bool:
+    """An sbatch script: Slurm reads and copies it, so it needs no executable bit."""
+    return source.path.endswith((".slurm", ".sbatch")) or b"\n#SBATCH " in source.data[:4096]
 
 
 def _run(source: SourceFile) -> list[Finding]:
     if source.has_shebang and not source.is_executable:
         if source.kind is FileKind.PYTHON and source.path.endswith("__init__.py"):
+            return []
+        if _submitted_to_slurm(source):
             return []
         message = (
             "has a shebang but is not executable: `chmod +x "

@@ -17,10 +17,23 @@ from rentcheck.model import Finding, Rule
 __all__ = ["PYTHON_ONLY", "python_applies", "python_check"]
 
 PYTHON_ONLY = frozenset({FileKind.PYTHON})
+# Shell scripts too: the Python they feed an interpreter as a heredoc is checked as well.
+_PYTHON_AND_SHELL = frozenset({FileKind.PYTHON, FileKind.SHELL})
 
 
 def python_applies(source: SourceFile) -> bool:
     return source.kind is FileKind.PYTHON and not source.is_binary and not source.truncated
+
+
+def _applies(source: SourceFile) -> bool:
+    if source.kind is FileKind.PYTHON:
+        return python_applies(source)
+    data = source.data
+    if source.is_binary or source.truncated or b"<<" not in data or b"python" not in data:
+        return False
+    from rentcheck.lint.shell.common import tree_sitter_available
+
+    return tree_sitter_available()
 
 
 def python_check(rule: Rule, module: str, function: str) -> FileCheck:
@@ -31,6 +44,10 @@ def python_check(rule: Rule, module: str, function: str) -> FileCheck:
     def run(source: SourceFile) -> Iterable[Finding]:
         if not found:
             found.append(getattr(importlib.import_module(f"{__package__}.{module}"), function))
-        return found[0](source)
+        if source.kind is FileKind.PYTHON:
+            return found[0](source)
+        from rentcheck.lint.python.heredoc import heredoc_findings
 
-    return FileCheck(rule, python_applies, run, content_only=True, kinds=PYTHON_ONLY)
+        return list(heredoc_findings(source, found[0]))
+
+    return FileCheck(rule, _applies, run, content_only=True, kinds=_PYTHON_AND_SHELL)

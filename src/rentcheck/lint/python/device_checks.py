@@ -10,6 +10,7 @@ from rentcheck.lint.python.syntax import (
     call_name,
     finding_at,
     has_main_guard,
+    is_test_module,
     keyword,
     module_of,
     walk_calls,
@@ -84,9 +85,34 @@ def _is_cuda_literal(node: ast.expr | None) -> bool:
     )
 
 
+# Code whose subject is the GPU: kernels and their bindings, collective and GPU tests. A CPU
+# smoke test of it has nothing to run.
+_GPU_ONLY_IMPORTS = ("triton", "cupy", "pycuda", "numba.cuda", "torch.utils.cpp_extension")
+_GPU_ONLY_FOLDERS = ("kernels", "fused_kernels", "csrc", "cuda")
+
+
+def _gpu_only(source: SourceFile, module: ast.Module) -> bool:
+    if is_test_module(source, module):
+        return True
+    folders = source.path.replace("\\", "/").split("/")[:-1]
+    if any(f in _GPU_ONLY_FOLDERS for f in folders):
+        return True
+    for statement in module.body:
+        names = []
+        if isinstance(statement, ast.Import):
+            names = [a.name for a in statement.names]
+        elif isinstance(statement, ast.ImportFrom):
+            names = [statement.module or ""]
+        if any(n == g or n.startswith(g + ".") for n in names for g in _GPU_ONLY_IMPORTS):
+            return True
+    return False
+
+
 def cuda(source: SourceFile) -> Iterator[Finding]:
     module = module_of(source)
     if module is None or "cuda" not in source.text or _has_device_choice(module, source.text):
+        return
+    if _gpu_only(source, module):
         return
     for call in walk_calls(module):
         name = call_name(call)

@@ -168,6 +168,11 @@ def _ruff_findings(ruff: str, files: list[SourceFile]) -> dict[str, list[Finding
                 details={"ruff_code": code, "ruff_url": item.get("url")},
             )
         )
+    if any(f.details.get("ruff_code") == "F821" for fs in found.values() for f in fs):
+        from rentcheck.lint.python.ruff_filter import drop_unreachable_undefined
+
+        sources = {f.path: f for f in files}
+        found = {path: drop_unreachable_undefined(sources[path], fs) for path, fs in found.items()}
     return found
 
 

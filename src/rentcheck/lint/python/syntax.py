@@ -105,3 +105,54 @@ def finding_at(
         end_line=node.end_lineno if span else None,
         end_col=(node.end_col_offset or 0) + 1 if span else None,
     )
+
+
+_TEST_IMPORTS = ("pytest", "unittest")
+
+
+def is_test_module(source: SourceFile, module: ast.Module) -> bool:
+    """A test file: under a ``tests`` folder, named ``test_*.py``/``*_test.py``, importing
+    pytest or unittest, or defining top-level ``test_*`` functions. What it writes is test
+    data and what it needs (a GPU) is the thing under test."""
+    parts = source.path.replace("\\", "/").split("/")
+    name = parts[-1]
+    if any(p in ("tests", "test") for p in parts[:-1]) or name == "conftest.py":
+        return True
+    if name.startswith("test_") or name.endswith("_test.py"):
+        return True
+    for statement in module.body:
+        if isinstance(statement, ast.Import) and any(
+            a.name.split(".")[0] in _TEST_IMPORTS for a in statement.names
+        ):
+            return True
+        if isinstance(statement, ast.ImportFrom) and (statement.module or "").split(".")[0] in (
+            _TEST_IMPORTS
+        ):
+            return True
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+            statement.name.startswith("test_")
+        ):
+            return True
+    return False
+
+
+def buffer_names(module: ast.Module) -> set[str]:
+    """Names bound to an in-memory buffer (``buf = io.BytesIO()``): a save into one writes
+    no file."""
+    found: set[str] = set()
+    for node in ast.walk(module):
+        value = None
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            value, targets = node.value, list(node.targets)
+        elif isinstance(node, ast.withitem):
+            value, targets = node.context_expr, [node.optional_vars] if node.optional_vars else []
+        if isinstance(value, ast.Call) and call_name(value).endswith("BytesIO"):
+            found.update(ast.unparse(t) for t in targets)
+    return found
+
+
+def is_buffer(target: ast.expr, buffers: set[str]) -> bool:
+    if isinstance(target, ast.Call) and call_name(target).endswith("BytesIO"):
+        return True
+    return ast.unparse(target) in buffers

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     Hit = tuple[int, int, str, dict[str, Any], Fix | None]
     ScriptRule = Callable[[ShellScript], Iterable[Hit]]
 
-__all__ = ["hit", "shell_check", "tree_sitter_available"]
+__all__ = ["hit", "parsed_script", "shell_check", "tree_sitter_available"]
 
 
 @lru_cache(maxsize=1)
@@ -73,10 +73,13 @@ def _script_of() -> Callable[[SourceFile], ShellScript]:
     return script_of
 
 
-def _parsed(source: SourceFile) -> ShellScript:
-    # Every shell rule asks, the first one parses: the memo answers the others directly.
+def parsed_script(source: SourceFile) -> ShellScript:
+    """The file's parse, shared by every rule that reads it (the first one parses)."""
     script: ShellScript | None = source.memo.get(SCRIPT_MEMO_KEY)
     return script if script is not None else _script_of()(source)
+
+
+_parsed = parsed_script
 
 
 def shell_check(rule: Rule, run: ScriptRule) -> FileCheck:

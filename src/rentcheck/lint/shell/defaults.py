@@ -34,8 +34,11 @@ RULE = Rule(
 )
 
 # "Empty means use the default" is exactly what `:-` does; only "empty means off" is a bug.
-_OFF_WORDS = lazy_regex(r"\b(disable[sd]?|turns? (it )?off|switch(es)? off|no-?op|skips?)\b", re.I)
-_EMPTY_WORDS = lazy_regex(r"\b(empty|blank|unset|\"\"|'')", re.I)
+_OFF_WORDS = lazy_regex(
+    r"\b(disable[sd]?|turns? (it )?off|switch(es)? off|no-?op|skips?|off)\b", re.I
+)
+# `""` and `''` have no word boundary before them after a space or `=`: only the words do.
+_EMPTY_WORDS = lazy_regex(r"\b(empty|blank|unset)\b|\"\"|''", re.I)
 
 
 # _OFF_WORDS cannot match without one of these (`turn off` and `switch off` both hold " off");
@@ -61,26 +64,36 @@ def _may_say_off(text: str) -> bool:
 
 
 def _off_comments(script: ShellScript) -> list[tuple[int, str]]:
-    """(line, text) of the comments that say an empty value switches something off."""
+    """(line, text) of the comments, and of the documentation lines (usage text, heredocs),
+    that say an empty value switches something off."""
     found: list[tuple[int, str]] = []
     if not _may_say_off(script.source.text):
         return found  # no comment can say it: no need to find the comments
+    comment_lines = set()
     for node in script.of("comment"):
         comment = text(node)
+        comment_lines.add(node.start_point[0] + 1)
         if _says_empty_means_off(comment):
             found.append((node.start_point[0] + 1, comment))
+    # A script's docs are often a usage text rather than comments: any line that says it.
+    for number, line in enumerate(script.source.text.splitlines(), start=1):
+        if number not in comment_lines and _says_empty_means_off(line):
+            found.append((number, line))
     return found
 
 
-def _empty_means_off(off_comments: list[tuple[int, str]], name: str) -> str | None:
-    """Evidence that an empty NAME is meant to switch something off: a comment that names
-    the variable and says empty disables, or an empty assignment commented that way."""
+def _empty_means_off(off_comments: list[tuple[int, str]], name: str, at: int) -> str | None:
+    """Evidence that an empty NAME is meant to switch something off: a comment on the
+    expansion's own line that says empty disables, or a comment or documentation line that
+    names the variable and says so."""
     if len(name) < 2 or name.isdigit():
         return None  # positional parameters: no documentation to go by
     mention = re.compile(rf"\b{re.escape(name)}\b")
     for line, comment in off_comments:
+        if line == at and comment.lstrip().startswith("#"):
+            return "the comment on this line says an empty value means off"
         if mention.search(comment):
-            return f"the comment on line {line} says an empty value means off"
+            return f"line {line} says an empty value means off"
     return None
 
 
@@ -104,7 +117,7 @@ def _run(script: ShellScript) -> Iterator[Hit]:
             off_comments = _off_comments(script)
         if not off_comments:
             return  # no comment says empty means off: nothing to report in this script
-        evidence = _empty_means_off(off_comments, name)
+        evidence = _empty_means_off(off_comments, name, int(node.start_point[0]) + 1)
         if evidence is None:
             continue
         default = expansion.split(":-", 1)[1][:-1]

@@ -8,6 +8,7 @@ from functools import lru_cache
 
 from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint.shell.common import hit, shell_check
+from rentcheck.lint.shell.redirects import INHERITED, output_destinations, ssh_options
 from rentcheck.lint.shell.words import loose_value, text
 from rentcheck.model import Applicability, Rule, Severity
 
@@ -37,18 +38,26 @@ UNEXPORTED_RULE = Rule(
 
 STDIN_RULE = Rule(
     code="RC109",
-    name="background-without-stdin-redirect",
+    name="ssh-background-holds-session",
     family="shell",
-    summary="A background or nohup launch keeps the terminal's stdin",
+    summary="A job backgrounded inside an ssh command keeps its output on the session",
     why=(
-        "A job started with `&` or nohup still holds the launching shell's stdin. Over ssh "
-        "that keeps the session from closing (the ssh command hangs until the job ends), and "
-        "a job that reads stdin (a prompt, `input()`, an ssh inside it) stops with SIGTTIN "
-        "or eats the input meant for the next command. `< /dev/null` detaches it cleanly."
+        "A non-interactive shell already gives `cmd &` /dev/null as stdin, so a plain "
+        "script or sbatch job is fine. Inside a command given to ssh it is the output that "
+        "matters: a background job whose stdout or stderr still point at the session holds "
+        "the channel open, so `ssh box 'nohup python train.py &'` does not return until "
+        "training ends (nohup redirects nothing when stdout is not a terminal), and the "
+        "launcher hangs; `cd dir && job > log 2>&1 &` hangs too, because the subshell that "
+        "runs the list keeps the session while it waits for the job. When the connection is "
+        "cut instead, the job's next write to the dead session kills it with SIGPIPE. "
+        "Redirecting both streams of what goes to the background to a log detaches it."
     ),
-    example_bad="nohup python train.py > train.log 2>&1 &",
-    example_good="nohup python -u train.py > train.log 2>&1 < /dev/null &",
-    fix="Add `< /dev/null` to the launch (a suggestion: first check the job reads no input).",
+    example_bad="ssh box 'nohup python -u train.py &'",
+    example_good="ssh box 'nohup python -u train.py > train.log 2>&1 < /dev/null &'",
+    fix=(
+        "Send the job's stdout and stderr to a file: `> train.log 2>&1 < /dev/null &`, or "
+        "`{ cd dir && job; } > train.log 2>&1 < /dev/null &` for a list."
+    ),
     fix_applicability=Applicability.UNSAFE,
     default_severity=Severity.WARNING,
 )
@@ -57,12 +66,14 @@ BUFFERED_RULE = Rule(
     code="RC110",
     name="detached-python-buffered",
     family="shell",
-    summary="Detached Python runs without `-u` or PYTHONUNBUFFERED=1",
+    summary="Detached Python writes its log to a file or pipe without `-u` or PYTHONUNBUFFERED=1",
     why=(
-        "Python block-buffers stdout when it is not a terminal, so a detached run's log stays "
-        "empty for minutes and a crash loses the last lines: the watcher sees no progress and "
-        "you cannot tell a hang from a slow start while the meter runs. `python -u` or "
-        "PYTHONUNBUFFERED=1 makes every line reach the log as it is printed."
+        "Python block-buffers stdout when it is not a terminal, so a detached run whose "
+        "output goes to a log file, a pipe, nohup.out or an ssh session shows nothing for "
+        "minutes, and a kill loses the last lines: the watcher sees no progress and you "
+        "cannot tell a hang from a slow start while the meter runs. (Inside tmux or screen "
+        "without a redirect it writes to a terminal and is line-buffered: no finding.) "
+        "`python -u` or PYTHONUNBUFFERED=1 makes every line reach the log as it is printed."
     ),
     example_bad="nohup python train.py > train.log 2>&1 < /dev/null &",
     example_good="nohup python -u train.py > train.log 2>&1 < /dev/null &",
@@ -170,8 +181,12 @@ def _is_long_running(program: str) -> bool:
     return _LONG_RUNNING.match(program.rsplit("/", 1)[-1]) is not None
 
 
-def _is_python(program: str) -> bool:
+def is_python(program: str) -> bool:
+    """Whether a command of this name is a Python interpreter (python, python3, python3.11)."""
     return program.startswith("python") and _PYTHON.match(program) is not None
+
+
+_is_python = is_python
 
 
 # Whether a command of this name can launch the program the rule is about, decided from the
@@ -189,25 +204,81 @@ def _may_launch_long_running(name: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _may_launch_python(name: str) -> bool:
-    return name in _WRAPPERS or _is_python(name)
+    return name in _WRAPPERS or _is_python(name) or _is_python_variable(name)
+
+
+# `"$PY" train.py`, `$PYTHON -m trainer`: an interpreter held in a variable.
+_PYTHON_VARIABLE = lazy_regex(r"^\$\{?[A-Za-z_]*PY(THON)?[0-9]*\}?$", flags=2)  # IGNORECASE
+
+
+def _is_python_variable(name: str) -> bool:
+    return name.startswith("$") and _PYTHON_VARIABLE.match(name) is not None
+
+
+def _through_ssh(current: ShellScript) -> bool:
+    """Whether this (nested) script runs on the far side of an ssh session whose output the
+    local ssh waits for (not ``ssh -f``, which goes to the background itself)."""
+    outer: Command | None = current.outer
+    while outer is not None:
+        if outer.name == "ssh":
+            return "f" not in ssh_options(outer.argv)[0]
+        outer = outer.script.outer
+    return False
+
+
+def _holds_output(command: Command) -> str | None:
+    """The stream of the backgrounded command still pointing at the session, if any."""
+    stdout, stderr = output_destinations(command)
+    if stdout == INHERITED:
+        return "stdout"
+    return "stderr" if stderr == INHERITED else None
 
 
 def _stdin_hits(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
-        for command in current.commands_where(_may_launch_long_running):
-            if not _is_detached(command):
+        if current.outer is None or not _through_ssh(current):
+            continue
+        # One judgement per backgrounded statement. `a && b > log 2>&1 &` runs in a
+        # subshell that keeps the session's stdout while it waits for b, whatever b's own
+        # redirects say; a single command is judged by its redirects.
+        last: dict[int, Command] = {}
+        for command in current.commands_where(_may_hold_session):
+            if command.backgrounded():
+                last[command.statement().start_byte] = command
+        for command in last.values():
+            in_subshell = _in_list(command)
+            stream = "stdout" if in_subshell else _holds_output(command)
+            if stream is None:
                 continue
-            launched = _launch_words(command)
-            if not launched or not _is_long_running(launched[0]):
-                continue
-            if command.stdin_redirected():
-                continue
+            launched = _launch_words(command) or [command.name]
+            holder = "the subshell running this list keeps" if in_subshell else "it keeps its"
             yield hit(
                 command.line,
                 command.col,
-                f"`{' '.join(launched[:3])}` is started in the background with the terminal's "
-                "stdin still attached; add `< /dev/null`",
+                f"`{' '.join(launched[:3])} &` runs inside an ssh command and {holder} "
+                f"{stream} on the session: ssh waits for it to end (and a cut connection "
+                "kills it); redirect it (`{ …; } > job.log 2>&1 < /dev/null &`)",
+                stream=stream,
             )
+
+
+def _in_list(command: Command) -> bool:
+    """Whether the command is part of an `a && b` / `a; b` list inside its statement (the
+    parser hangs redirects written after the list's last command on the whole list)."""
+    statement = command.statement()
+    node = command.node.parent
+    while node is not None:
+        if node.type == "list":
+            return True
+        if node == statement:
+            return False
+        node = node.parent
+    return False
+
+
+@lru_cache(maxsize=4096)
+def _may_hold_session(name: str) -> bool:
+    return name not in ("wait", "true", ":", "disown", "tmux", "screen")
 
 
 def _has_unbuffered_env(script: ShellScript) -> bool:
@@ -226,22 +297,39 @@ def _unbuffered_flag(launched: list[str]) -> bool:
     )
 
 
+_TERMINALS = frozenset({"tmux", "screen"})
+
+
+def _log_is_buffered(command: Command, in_terminal: bool, via_ssh: bool) -> bool:
+    """Whether the detached command's stdout is a file or pipe (block-buffered), not a
+    terminal, /dev/null, or a stdout the script inherits from whoever runs it."""
+    stdout, _ = output_destinations(command)
+    if stdout in ("/dev/null", "closed"):
+        return False
+    if stdout != INHERITED:
+        return True
+    if in_terminal:
+        return False  # tmux/screen give the program a pty: line-buffered
+    # nohup sends a terminal's output to nohup.out; through ssh it is the session's pipe.
+    return via_ssh or command.name == "nohup"
+
+
 def _buffered_hits(script: ShellScript) -> Iterator[Hit]:
     unbuffered_env: bool | None = None  # read on the first detached python: most have none
     for current in script.all_scripts():
-        detached_context = current.outer is not None and current.outer.name in (
-            "tmux",
-            "screen",
-            "nohup",
-            "setsid",
-        )
+        outer = current.outer.name if current.outer is not None else None
+        in_terminal = outer in _TERMINALS
+        detached_context = in_terminal or outer in ("nohup", "setsid")
+        via_ssh = current.outer is not None and _through_ssh(current)
         for command in current.commands_where(_may_launch_python):
             launched = _launch_words(command)
-            if not launched or not _is_python(launched[0]):
+            if not launched or not (_is_python(launched[0]) or _is_python_variable(launched[0])):
                 continue
             if not (detached_context or _is_detached(command)):
                 continue
             if _unbuffered_flag(launched) or "PYTHONUNBUFFERED" in command.env:
+                continue
+            if not _log_is_buffered(command, in_terminal, via_ssh):
                 continue
             if unbuffered_env is None:
                 unbuffered_env = _has_unbuffered_env(script)
@@ -250,8 +338,9 @@ def _buffered_hits(script: ShellScript) -> Iterator[Hit]:
             yield hit(
                 command.line,
                 command.col,
-                f"detached `{launched[0]}` without `-u` or PYTHONUNBUFFERED=1: its log stays "
-                "empty until the buffer fills; use `python -u`",
+                f"detached `{launched[0]}` writes its log to a file or pipe without `-u` or "
+                "PYTHONUNBUFFERED=1: the log stays empty until the buffer fills; use "
+                "`python -u`",
             )
 
 

@@ -19,11 +19,13 @@ RULE = Rule(
     family="shell",
     summary="grep pattern with an unquoted `|`, or a grep with no file that reads stdin in a loop",
     why=(
-        "`grep step=|loss= train.log` is not an alternation: the shell cuts it into "
-        "`grep step=` piped into a command called `loss=`, and the grep, having no file, "
-        "reads standard input. Under nohup, tmux or a watcher loop that input never ends, so "
-        "the monitor hangs silently instead of reporting progress; in a `while` poll loop the "
-        "same happens to any grep given no file. Quote the pattern and always name the file."
+        "`grep step=|loss= train.log` is not an alternation: the shell cuts it at the `|` "
+        "into `grep step=`, which has no file and reads standard input, piped into "
+        "`loss= train.log`, which runs train.log as a command. In a terminal or tmux that "
+        "input never ends, so the monitor hangs silently; in a job started with `&`, nohup "
+        "or sbatch it is empty, so the grep never matches and the watcher reports nothing. "
+        "In a `while` poll loop the same happens to any grep given no file. Quote the "
+        "pattern and always name the file."
     ),
     example_bad="while ! grep -q done|finished train.log; do sleep 30; done",
     example_good="while ! grep -qE 'done|finished' train.log; do sleep 30; done",

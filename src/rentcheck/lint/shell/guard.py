@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rentcheck.lint.shell.common import hit, shell_check
+from rentcheck.lint.shell.programs import is_long_running, may_be_long_running
 from rentcheck.lint.shell.words import text
 from rentcheck.model import Applicability, Rule, RuleStatus, Severity
 
@@ -19,19 +20,24 @@ UNGUARDED_RULE = Rule(
     code="RC116",
     name="unguarded-script-body",
     family="shell",
-    summary='Long-running script without a `main "$@"; exit` or `{ …; exit; }` wrapper',
+    summary="Long-running script with more to read after its long command, and no wrapper",
     why=(
-        "bash reads a script as it runs it, a few bytes at a time by offset. Editing a "
-        "launcher while its loop is still going (a quick fix on the box, a git pull, an "
-        "rsync of the repo) makes the running bash continue from the same offset in the new "
-        "text: half-commands, skipped lines, a `rm` that was never meant to run. Wrapping "
-        "the body in a function called at the end, followed by `exit`, makes bash read the "
-        "whole body before running any of it."
+        "bash reads a script as it runs it, a few bytes at a time by offset. A tool that "
+        "writes the file in place while it runs (`cp new.sh run.sh` onto it, `scp`, a `>` "
+        "redirect, an editor that saves in place) makes the running bash continue from the "
+        "same offset in the new text when the long command returns: half-commands, skipped "
+        "lines, a `rm` that was never meant to run. (A git pull or an rsync replaces the "
+        "file by rename: the running bash keeps the old one. Slurm runs a saved copy of an "
+        "sbatch script. A long command that is the script's last statement leaves only "
+        "trailing text to change: no finding.) Wrapping the body in a function called at "
+        "the end, followed by `exit`, makes bash read the whole body before running any of it."
     ),
-    example_bad="#!/usr/bin/env bash\nwhile true; do python train.py; sleep 60; done",
+    example_bad=(
+        '#!/usr/bin/env bash\nwhile true; do python train.py; sleep 60; done\nrm -rf "$TMP"'
+    ),
     example_good=(
-        "#!/usr/bin/env bash\nmain() {\n    while true; do python train.py; sleep 60; done\n}\n"
-        'main "$@"; exit'
+        "#!/usr/bin/env bash\nmain() {\n    while true; do python train.py; sleep 60; done\n"
+        '    rm -rf "$TMP"\n}\nmain "$@"; exit'
     ),
     fix='Move the body into `main() { …; }` and end the file with `main "$@"; exit`.',
     fix_applicability=Applicability.NONE,
@@ -57,22 +63,7 @@ PARTIAL_RULE = Rule(
     default_severity=Severity.NOTE,
 )
 
-# A script worth guarding is one that is still running when someone edits it: it trains,
-# waits, polls or syncs for a long time.
-_LONG_RUNNING = frozenset(
-    {
-        "python",
-        "python3",
-        "torchrun",
-        "accelerate",
-        "deepspeed",
-        "sleep",
-        "wait",
-        "rsync",
-        "srun",
-        "tail",
-    }
-)
+_SKIP = ("comment", ";", "&", "\n")
 
 
 def _first_word(node: Node) -> str:
@@ -80,52 +71,90 @@ def _first_word(node: Node) -> str:
     return words[0] if words else ""
 
 
-def _guarded(script: ShellScript) -> bool:
-    """Whether bash must read the whole file before running it: a final `{ …; exit; }`, or
-    `main "$@"; exit` after the function definitions."""
-    skip = ("comment", ";", "&", "\n")
-    statements = [c for c in script.root.children if c.type not in skip]
-    if not statements:
-        return True
-    last = statements[-1]
-    if last.type == "compound_statement":
-        inner = [c for c in last.children if c.type not in (*skip, "{", "}")]
-        return bool(inner) and _first_word(inner[-1]) == "exit"
-    # The function names last: reading every definition costs more than the checks before.
-    if last.type == "list":
-        words = text(last).replace(";", " ").split()
-        return bool(words) and "exit" in words and words[0] in _function_names(statements)
-    if _first_word(last) == "exit" and len(statements) >= 2:
-        return _first_word(statements[-2]) in _function_names(statements)
-    return False
+def _function_bodies(statements: list[Node]) -> dict[str, Node]:
+    found = {}
+    for node in statements:
+        if node.type == "function_definition":
+            name = _first_word(node).removeprefix("function").strip() or text(node.children[1])
+            found[name.split("(")[0]] = node
+    return found
 
 
-def _function_names(statements: list[Node]) -> set[str]:
-    functions = {
-        _first_word(c).removeprefix("function").strip() or text(c.children[1])
-        for c in statements
-        if c.type == "function_definition"
-    }
-    return {name.split("(")[0] for name in functions}
+def _top_level(node: Node, root: Node) -> Node:
+    while node.parent is not None and node.parent != root:
+        node = node.parent
+    return node
 
 
 def _unguarded(script: ShellScript) -> Iterator[Hit]:
-    # Names first: a background `&` needs a climb up the tree for each command (and no
-    # command runs in the background of a script without an `&` token).
-    long_running = script.has_command(_LONG_RUNNING) or (
-        script.has_background_operator() and any(c.backgrounded() for c in script.commands())
-    )
-    if long_running and not _guarded(script):
-        yield hit(
-            1,
-            1,
-            "long-running script is not wrapped: editing it while it runs changes what the "
-            'running bash executes; wrap the body in main() and end with `main "$@"; exit`',
+    if b"#SBATCH" in script.source.data:
+        return  # Slurm runs a copy saved at submission: edits never reach the job
+    long_commands = [c for c in script.commands_where(may_be_long_running) if is_long_running(c)]
+    if not long_commands and not script.has_background_operator():
+        return
+    root = script.root
+    statements = [c for c in root.children if c.type not in _SKIP]
+    functions = _function_bodies(statements)
+    # A function's long command runs where the function is called at top level.
+    long_functions = {
+        name
+        for name, body in functions.items()
+        if any(body.start_byte <= c.node.start_byte < body.end_byte for c in long_commands)
+    }
+    # The top-level statements that run a long command, or start one in the background.
+    holders = {_top_level(c.node, root).start_byte for c in long_commands}
+    if script.has_background_operator():
+        holders.update(
+            _top_level(c.node, root).start_byte for c in script.commands() if c.backgrounded()
         )
+    first_long = next(
+        (
+            index
+            for index, statement in enumerate(statements)
+            if statement.type != "function_definition"
+            and (
+                statement.start_byte in holders
+                or (
+                    bool(long_functions)
+                    and bool(long_functions.intersection(text(statement).replace(";", " ").split()))
+                )
+            )
+        ),
+        -1,
+    )
+    if first_long < 0:
+        return
+    # What the parser could not read (a trailing `\` at the end of the file) is no statement.
+    after = [
+        s for s in statements[first_long + 1 :] if s.type not in ("function_definition", "ERROR")
+    ]
+    if not after or all(_first_word(s) == "exit" for s in after):
+        return  # bash has already read everything it will run
+    line = int(statements[first_long].start_point[0]) + 1
+    yield hit(
+        1,
+        1,
+        f"the long-running command on line {line} is followed by more of the script, which "
+        "bash reads only when it returns: a file written in place meanwhile (cp onto it, "
+        'scp, an editor) changes what runs; wrap the body in main() and end with `main "$@"; '
+        "exit`",
+        long_command_line=line,
+    )
+
+
+def _only_a_trailing_continuation(script: ShellScript) -> bool:
+    """A file whose last line ends in `\\` (bash joins it with nothing and runs the command);
+    the parser stops there. Asked only of such files: it parses the file again without it."""
+    data = script.source.data.rstrip()
+    if script.outer is not None or not data.endswith(b"\\"):
+        return False
+    from rentcheck.lint.shell import grammar
+
+    return not grammar.parser().parse(data[:-1] + b"\n").root_node.has_error
 
 
 def _partial(script: ShellScript) -> Iterator[Hit]:
-    if script.partial:
+    if script.partial and not _only_a_trailing_continuation(script):
         yield hit(
             script.first_error_line(),
             1,

@@ -7,7 +7,9 @@ import os
 import re
 from collections.abc import Iterator
 
+from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint.shell.common import hit, shell_check
+from rentcheck.lint.shell.redirects import ssh_remote_words
 from rentcheck.lint.shell.words import text
 from rentcheck.model import Applicability, Rule, Severity
 
@@ -23,10 +25,12 @@ SELF_MATCH_RULE = Rule(
     summary="`pgrep -f`/`pkill -f` pattern that matches its own command line",
     why=(
         "`-f` matches against full command lines, and the shell that runs "
-        "`ssh box 'pgrep -f train.py'` or `bash -c 'pkill -f train.py; …'` has that very text "
-        "in its own command line. The count is one too high, so a 'wait until training "
-        "exits' loop never ends, and `pkill -f` kills the shell running it (and the relaunch "
-        "in the same string) instead of, or as well as, the trainer."
+        "`ssh box 'pkill -f train.py; sleep 2'`, `bash -c 'pgrep -f train.py && …'` or "
+        "`ssh box bash -s train.py <<'EOF'` has that very text in its own command line (bash "
+        "execs only the last simple command of a string, leaving no shell behind for that "
+        "one; dash execs none). The count is one too high, so a 'wait until training exits' "
+        "loop never ends, and `pkill -f` kills the shell running it (and the relaunch in the "
+        "same string) instead of, or as well as, the trainer."
     ),
     example_bad="ssh box 'pkill -f train.py; sleep 2; pgrep -f train.py && echo still running'",
     example_good=(
@@ -47,10 +51,10 @@ KILL_RELAUNCH_RULE = Rule(
     summary="One `ssh host '…'` kills processes and then starts new work",
     why=(
         "`ssh box 'pkill -f train; nohup python train.py &'` looks like a restart, but the "
-        "kill often takes the remote shell (its command line contains the pattern) or the "
-        "session with it, so the relaunch after it never runs; even when it does, the new "
-        "job is tied to a session that is being torn down. The run silently stops and the "
-        "box keeps billing."
+        "remote shell running that string has `train` in its own command line, so `pkill "
+        "-f` kills it along with the old job, and the relaunch after the kill never runs. "
+        "ssh returns (with the shell's signal status, often ignored), the run silently stops "
+        "and the box keeps billing."
     ),
     example_bad="ssh box 'pkill -f train.py; nohup python train.py > log 2>&1 &'",
     example_good=(
@@ -108,6 +112,42 @@ def _matches(pattern: str, haystack: str) -> bool:
         return pattern in haystack
 
 
+_POSITIONAL = lazy_regex(r"\$\{?([1-9])\}?")
+
+
+def _script_arguments_of(current: ShellScript) -> list[str]:
+    """``ARG…`` of ``bash -s ARG…`` (or ``ssh host bash -s ARG…``) feeding a heredoc: the
+    heredoc's $1, $2, …"""
+    outer = current.outer
+    if outer is None or not current.heredoc:
+        return []
+    words = outer.argv
+    if outer.name == "ssh":
+        words = " ".join(ssh_remote_words(outer)).split()[1:]
+    return words[words.index("-s") + 1 :] if "-s" in words else []
+
+
+def _with_arguments(pattern: str, arguments: list[str]) -> str:
+    """The pattern with $1, $2, … replaced by the script's arguments where they are known."""
+    if not arguments:
+        return pattern
+
+    def value(match: re.Match[str]) -> str:
+        index = int(match.group(1))
+        return arguments[index - 1] if index <= len(arguments) else match.group(0)
+
+    return _POSITIONAL.sub(value, pattern)
+
+
+def _execed_by_bash(command: Command, current: ShellScript) -> bool:
+    """bash runs the last simple command of a ``-c`` string by exec, so no shell with the
+    string in its command line is left when that one runs."""
+    if current.heredoc or command.statement() is not command.node:
+        return False
+    statements = [c for c in current.root.children if c.type not in ("comment", ";", "\n")]
+    return bool(statements) and statements[-1] == command.node
+
+
 def _self_match_hits(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
         for command in current.commands_named(PROCESS_MATCHERS):
@@ -115,14 +155,14 @@ def _self_match_hits(script: ShellScript) -> Iterator[Hit]:
             if pattern is None:
                 continue
             if current.outer is not None:
+                pattern = _with_arguments(pattern, _script_arguments_of(current))
                 outer_line = text(current.outer.node)
-                if _matches(pattern, outer_line):
+                if _matches(pattern, outer_line) and not _execed_by_bash(command, current):
                     yield hit(
                         command.line,
                         command.col,
                         f"`{command.name} -f {pattern}` also matches the shell running it "
                         f"(`{current.outer.name} …` carries the pattern in its command line); "
-                        "bracket one character, e.g. "
                         f"'{_bracketed(pattern)}'",
                         pattern=pattern,
                         enclosing=current.outer.name,
@@ -146,27 +186,40 @@ def _bracketed(pattern: str) -> str:
     return pattern
 
 
+_NOT_LAUNCHES = frozenset({"cd", "export", "echo", "printf", "source", ".", "sleep", "true"})
+
+
+def _kills_own_shell(command: Command, current: ShellScript, outer: Command) -> bool:
+    """A `pkill -f PATTERN` whose pattern is in the command line of the shell running it."""
+    if command.name != "pkill":
+        return False
+    pattern = _pattern(command)
+    if pattern is None:
+        return False
+    pattern = _with_arguments(pattern, _script_arguments_of(current))
+    return _matches(pattern, text(outer.node))
+
+
 def _kill_relaunch_hits(script: ShellScript) -> Iterator[Hit]:
     for current in script.all_scripts():
         outer = current.outer
         if outer is None or outer.name != "ssh":
             continue
-        if not current.has_command(_MAY_KILL):
-            continue  # nothing is killed, so nothing is relaunched after a kill
+        if not current.has_command(PROCESS_MATCHERS):
+            continue  # nothing can kill the shell that would run the relaunch
         killed_at: Command | None = None
         for command in current.commands():
-            is_tmux_kill = command.name == "tmux" and command.argv[:1] == ["kill-session"]
-            if command.name in KILLERS or is_tmux_kill:
-                killed_at = killed_at or command
-            elif killed_at is not None and (command.name in LAUNCHERS or command.backgrounded()):
-                if command.name == "tmux" and command.argv[:1] not in (["new-session"], ["new"]):
-                    continue
+            if killed_at is None:
+                if _kills_own_shell(command, current, outer):
+                    killed_at = command
+                continue
+            launches = command.name in LAUNCHERS or command.backgrounded()
+            if launches and command.name not in _NOT_LAUNCHES:
                 yield hit(
                     outer.line,
                     outer.col,
-                    f"this ssh command kills (`{killed_at.name}`) and then launches "
-                    f"(`{command.name}`) in one session: the relaunch dies with the kill; use "
-                    "two ssh calls",
+                    f"this ssh command's `pkill -f` matches the remote shell running it, so "
+                    f"the relaunch after it (`{command.name}`) never runs; use two ssh calls",
                     killer=killed_at.name,
                     launcher=command.name,
                 )

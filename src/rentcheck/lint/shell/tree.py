@@ -176,9 +176,11 @@ class Command:
 
     @property
     def col(self) -> int:
-        # Inside a nested command string, point at the command that carries the string.
-        if self.script.outer is not None and self.node.start_point[0] == 0:
-            return self.script.outer.col
+        # Inside a nested command string, point at the command that carries the string (a
+        # heredoc body starts a line of its own: its columns are the file's).
+        outer = self.script.outer
+        if outer is not None and not self.script.heredoc and self.node.start_point[0] == 0:
+            return outer.col
         return int(self.node.start_point[1]) + 1
 
     def statement(self) -> Node:
@@ -221,6 +223,24 @@ class Command:
             node = node.parent
         parent = node.parent
         return parent is not None and parent.type == "pipeline" and parent.children[0] != node
+
+    def writes_pipe(self) -> bool:
+        """Whether this command's stdout feeds a pipe (it is not a pipeline's last part)."""
+        node = self.node
+        while node.parent is not None and node.parent.type in ("redirected_statement",):
+            node = node.parent
+        parent = node.parent
+        return parent is not None and parent.type == "pipeline" and parent.children[-1] != node
+
+    def heredoc_body(self) -> Node | None:
+        """The body of a heredoc that feeds this command's stdin (``cmd <<'EOF'``)."""
+        parent = self.node.parent
+        if parent is None or parent.type != "redirected_statement":
+            return None
+        for child in parent.children:
+            if child.type == "heredoc_redirect":
+                return next((c for c in child.children if c.type == "heredoc_body"), None)
+        return None
 
     def backgrounded(self) -> bool:
         if self._backgrounded is None:
@@ -320,6 +340,7 @@ class ShellScript:
         "_sorted",
         "data",
         "depth",
+        "heredoc",
         "line_offset",
         "outer",
         "root",
@@ -335,8 +356,10 @@ class ShellScript:
         outer: Command | None = None,
         depth: int = 0,
         data: bytes | None = None,
+        heredoc: bool = False,
     ) -> None:
         self.source = source
+        self.heredoc = heredoc  # a heredoc body fed to a shell, not a string argument
         self.root = root
         self.line_offset = line_offset
         self.outer = outer  # the command whose string argument this script is
@@ -488,14 +511,37 @@ class ShellScript:
         raise ValueError(f"not a command of this script: {node!r}")
 
     def nested(self) -> list[ShellScript]:
-        """Scripts carried as a single string argument: ssh, bash/sh -c, tmux, screen, su -c."""
+        """Scripts carried as a single string argument (ssh, bash/sh -c, tmux, screen, su -c)
+        or as a heredoc body fed to a shell (``ssh host bash -s <<'EOF'``, ``bash <<EOF``)."""
         if self._nested is None:
             self._nested = []
             if self.depth < _NESTING_DEPTH:
                 for command in self.commands_named(_CARRIERS):
                     for arg in _script_arguments(command):
                         self._nested.append(self._nested_script(command, arg))
+                    # The heredoc first: a parent's type, where the other question reads words.
+                    body = command.heredoc_body()
+                    if body is not None and _reads_script_on_stdin(command):
+                        self._nested.append(self._heredoc_script(command, body))
         return self._nested
+
+    def _heredoc_script(self, command: Command, body: Node) -> ShellScript:
+        whole = self.source.data if self.data is None else self.data
+        # From the start of the body's first line: the parser may start the body node after
+        # leading blanks, and columns should be the file's.
+        start = whole.rfind(b"\n", 0, body.start_byte) + 1
+        data = whole[start : body.end_byte]
+        line = int(body.start_point[0]) + self.line_offset
+        root = grammar.parser().parse(data).root_node
+        return ShellScript(
+            self.source,
+            root,
+            line_offset=line,
+            outer=command,
+            depth=self.depth + 1,
+            data=data,
+            heredoc=True,
+        )
 
     def _nested_script(self, command: Command, arg: Node) -> ShellScript:
         data = loose_value(arg).encode()
@@ -546,6 +592,25 @@ def _script_arguments(command: Command) -> list[Node]:
         index = argv.index("-c") + 1
         return command.args[index : index + 1]
     return []
+
+
+def _reads_script_on_stdin(command: Command) -> bool:
+    """Whether the command runs what arrives on its stdin as a shell script: a shell with no
+    script argument (``bash``, ``bash -s ARG``, ``sudo bash -s``), or ssh with no remote
+    command (a login shell) or a remote shell of that kind."""
+    name, argv = command.name, command.argv
+    if name == "ssh":
+        from rentcheck.lint.shell.redirects import ssh_remote_words
+
+        remote = " ".join(ssh_remote_words(command)).split()
+        if not remote:
+            return True
+        name, argv = remote[0].rsplit("/", 1)[-1], remote[1:]
+    if name == "sudo" and argv:
+        name, argv = argv[0].rsplit("/", 1)[-1], argv[1:]
+    if name not in _SHELLS or "-c" in argv:
+        return False
+    return not argv or argv[0].startswith("-")
 
 
 def load_parser() -> None:
