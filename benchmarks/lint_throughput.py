@@ -195,9 +195,9 @@ def compare_shellcheck(label: str, files: list[str], repeat: int, cwd: str) -> N
     print(f"  rentcheck, all rules, warm cache {t_warm:7.3f} s")
     print(f"  shellcheck                       {t_sc:7.3f} s")
     print(f"  shellcheck / rentcheck(all)   = {t_sc / t_all:6.1f}x  (target >= 10x)")
-    print(f"  all rules / byte rules        = {t_all / t_bytes:6.2f}x  (target <= 3x)")
-    added = (t_all - t_bytes) / t_bytes
-    print(f"  (all - byte rules) / byte     = {added:6.2f}x  (the time the tree rules add)")
+    # The old "all rules within 3x of the byte rules" target was withdrawn (issue 18): the
+    # floor below is tree-sitter's own cost, and the rule code is judged against it.
+    print(f"  all rules / byte rules        = {t_all / t_bytes:6.2f}x")
     # What no rule code can go below: tree-sitter's own parse and index query, in C, for the
     # same scripts, split over the same worker processes as the run, plus the byte-rule run.
     workers, floor_wall = tree_sitter_wall(files, repeat)
@@ -206,6 +206,11 @@ def compare_shellcheck(label: str, files: list[str], repeat: int, cwd: str) -> N
     print(
         f"  floor: byte rules + tree-sitter alone = {floor:6.3f} s"
         f" = {floor / t_bytes:5.2f}x the byte rules, before any rule runs"
+    )
+    rule_code = max(0.0, t_all - floor) / floor_wall
+    print(
+        f"  rule code over the floor = {rule_code:5.2f}x tree-sitter's own time"
+        "  (target: about a quarter)"
     )
 
 
