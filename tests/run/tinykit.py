@@ -58,7 +58,7 @@ def fake_project(root: Path, smoke_args: str = "", resume_args: str = "", extra:
     shutil.copy(FAKE_TRAINER, root / "fake_train.py")
     (root / "rentcheck.yaml").write_text(
         "smoke:\n"
-        '  command: "{python} {root}/fake_train.py"\n'
+        '  command: "python fake_train.py"\n'
         f"  args: [{smoke_args}]\n"
         "  timeout: 60\n"
         "resume:\n"

@@ -1,7 +1,7 @@
 """The resume gate: kill the identical command at an exact point, relaunch it, compare.
 
-Three things run, side by side as far as the CPUs allow, each in its own fresh working
-directory:
+Three things run, side by side as far as the CPUs allow, each in its own scratch copy of the
+project (``scratch.py``):
 
 * the reference: the command, uninterrupted, to its end;
 * the kill chain: killed (SIGKILL) half an interval after its first checkpoint, relaunched,
@@ -29,16 +29,12 @@ from typing import Any
 from rentcheck.model import Finding, Severity
 from rentcheck.run import ckptdir, shimreport
 from rentcheck.run.logparse import strip_ansi
-from rentcheck.run.process import (
-    Launch,
-    ShimEvents,
-    cpu_env_block,
-    supervise,
-)
+from rentcheck.run.process import ShimEvents, keep_log, supervise
 from rentcheck.run.resume_judge import judge
 from rentcheck.run.resume_outcome import ResumeOutcome
 from rentcheck.run.rules import SHIM_UNAVAILABLE
 from rentcheck.run.runs import Chain, Interrupt, RunRecord
+from rentcheck.run.scratch import Scratch, launch_in, new_scratch, remove_scratch
 from rentcheck.run.settings import ResumeSettings
 
 __all__ = ["ResumeOutcome", "run_reference", "run_resume"]
@@ -55,6 +51,7 @@ class _KillTrigger:
         self.steps = 0  # step lines seen in the log
         self.first_checkpoint_at: int | None = None
         self.sizes: dict[str, int] | None = None
+        self.baseline: dict[str, int] | None = None
 
     def __call__(self, events: ShimEvents, lines: Sequence[str]) -> int | None:
         for event in events.events[self.seen :]:
@@ -73,6 +70,9 @@ class _KillTrigger:
         patterns = self.settings.step_patterns
         self.steps += sum(1 for line in new if any(p.search(strip_ansi(line)) for p in patterns))
         listing = _sizes(self.ckpt_dir)
+        if self.baseline is None:
+            self.baseline = listing  # the project's own files (the run may start in its dir)
+        listing = {n: size for n, size in listing.items() if self.baseline.get(n) != size}
         if self.first_checkpoint_at is None:
             if self.steps >= 1 and any(not ckptdir.is_temp_name(n) for n in listing):
                 self.first_checkpoint_at = self.steps
@@ -101,52 +101,60 @@ def _sizes(directory: str) -> dict[str, int]:
         return {}
 
 
-def _launch(
-    settings: ResumeSettings, workdir: str, state_dir: str, label: str, plan: Interrupt | None
-) -> Launch:
+def _run_one(
+    settings: ResumeSettings, scratch: Scratch, state_dir: str, label: str, plan: Interrupt | None
+) -> RunRecord:
     shim_settings = {"RENTCHECK_SHIM_LOSSES": "1", "RENTCHECK_SHIM_DIGEST": "1"}
     if plan is not None:
         shim_settings["RENTCHECK_SHIM_PAUSE"] = plan.kind
-    return Launch(
-        argv=settings.argv,
-        cwd=workdir,
-        env={**cpu_env_block(settings.offline, workdir), **settings.env},
-        timeout=settings.timeout,
-        shim=settings.shim != "off",
-        shim_settings=shim_settings,
-        state_dir=state_dir,
-        name=label,
+    launch = launch_in(
+        settings, scratch, name=label, state_dir=state_dir, shim_settings=shim_settings
     )
-
-
-def _run_one(
-    settings: ResumeSettings, workdir: str, state_dir: str, label: str, plan: Interrupt | None
-) -> RunRecord:
-    launch = _launch(settings, workdir, state_dir, label, plan)
-    ckpt_dir = os.path.join(workdir, settings.checkpoint_dir)
-    trigger = _KillTrigger(plan, settings, ckpt_dir) if plan is not None else None
+    configured = settings.checkpoint_dir
+    # Without the shim's events, the directory polled and listed is `checkpoint-dir`, else
+    # `checkpoints`; with them, where the run's checkpoint writes went.
+    watched = os.path.join(scratch.cwd, configured or DEFAULT_CHECKPOINT_DIR)
+    trigger = _KillTrigger(plan, settings, watched) if plan is not None else None
     result = supervise(launch, trigger)
+    shim = shimreport.summarize(result.events, injected=launch.shim)
+    ckpt_dir = watched if configured else _written_dir(shim, scratch.cwd, watched)
     return RunRecord(
         label=label,
         result=result,
-        shim=shimreport.summarize(result.events, injected=launch.shim),
+        shim=shim,
         listing=ckptdir.list_checkpoint_dir(ckpt_dir),
         ckpt_dir=ckpt_dir,
         interrupt=plan,
     )
 
 
+DEFAULT_CHECKPOINT_DIR = "checkpoints"
+
+
+def _written_dir(shim: shimreport.ShimSummary, cwd: str, default: str) -> str:
+    """Without ``checkpoint-dir``: the directory the run's checkpoints went to (the common
+    parent of its checkpoint writes; above ``checkpoint-N/`` directories), else ``default``."""
+    parents = {os.path.dirname(path) for _, path in shim.checkpoint_writes()}
+    if not parents:
+        return default
+    common = os.path.commonpath(sorted(parents))
+    if len(parents) == 1 and ckptdir.step_of(os.path.basename(common)) is not None:
+        common = os.path.dirname(common)  # everything went into one `checkpoint-8/`
+    inside = os.path.realpath(common).startswith(os.path.realpath(cwd) + os.sep)
+    return common if inside else cwd
+
+
 def run_reference(
     settings: ResumeSettings, *, workdir_parent: str | None = None, state_dir: str | None = None
 ) -> RunRecord:
     """The uninterrupted run (its working dir is removed; the record keeps what is needed)."""
-    workdir = tempfile.mkdtemp(prefix="rentcheck-resume-reference-", dir=workdir_parent)
+    scratch = new_scratch(settings, "resume-reference", workdir_parent)
     own_state = state_dir is None
     state = state_dir or tempfile.mkdtemp(prefix="rentcheck-state-")
     try:
-        return _run_one(settings, workdir, state, "reference", None)
+        return _run_one(settings, scratch, state, "reference", None)
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_scratch(scratch)
         if own_state:
             shutil.rmtree(state, ignore_errors=True)
 
@@ -158,17 +166,17 @@ def _run_chain(
     parent: str | None,
     state_dir: str,
 ) -> Chain:
-    workdir = tempfile.mkdtemp(prefix=f"rentcheck-resume-{name}-", dir=parent)
-    chain = Chain(name=name, interrupts=plans, runs=[], workdir=workdir)
+    scratch = new_scratch(settings, f"resume-{name}", parent)
+    chain = Chain(name=name, interrupts=plans, runs=[], workdir=os.path.dirname(scratch.root))
     try:
         for index, plan in enumerate(plans):
-            record = _run_one(settings, workdir, state_dir, f"{name}{index + 1}", plan)
+            record = _run_one(settings, scratch, state_dir, f"{name}{index + 1}", plan)
             chain.runs.append(record)
             if not record.interrupted:
                 return chain  # it ended on its own: nothing to relaunch
-        chain.runs.append(_run_one(settings, workdir, state_dir, f"{name}{len(plans) + 1}", None))
+        chain.runs.append(_run_one(settings, scratch, state_dir, f"{name}{len(plans) + 1}", None))
     except BaseException:  # e.g. the command cannot start: no verdict, no directory to keep
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_scratch(scratch)
         raise
     return chain
 
@@ -255,6 +263,9 @@ def run_resume(
     for chain in chains:
         if keep:
             outcome.workdirs.append(chain.workdir)
+            # Every run's log beside the outputs it left; the reference's in each folder.
+            for run in [ref, *chain.runs]:
+                keep_log(run.result, os.path.join(chain.workdir, f"{run.label}.log"))
         else:
             shutil.rmtree(chain.workdir, ignore_errors=True)
     return outcome

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ class ShimSummary:
     stopped_after: int | None = None  # the shim ended the run after this many steps
     nonfinite: Mapping[str, Any] | None = None
     saves: tuple[Mapping[str, Any], ...] = ()
+    publishes: tuple[Mapping[str, Any], ...] = ()  # renames after a save: checkpoints published
     pause: Mapping[str, Any] | None = None
     digest: str | None = None
     errors: tuple[str, ...] = ()
@@ -44,6 +46,37 @@ class ShimSummary:
     @property
     def reason(self) -> str:
         return _REASONS[self.status]
+
+    @property
+    def cut_file(self) -> str | None:
+        """The file the run was held (and killed) in the middle of writing, if it was."""
+        pause = self.pause
+        if pause and pause.get("dest"):  # a pause between steps names no file
+            return str(pause["dest"])
+        return None
+
+    def checkpoint_writes(self) -> list[tuple[int, str]]:
+        """(step, path) of each write that left a complete file or directory under a final
+        name: a save straight onto it or a rename onto it; steps count this process's steps."""
+        from rentcheck.run.ckptdir import is_temp_path
+
+        writes = [
+            (int(e.get("step", 0)), str(e["dest"]))
+            for e in (*self.saves, *self.publishes)
+            if e.get("dest") and e.get("ok", True) and not is_temp_path(str(e["dest"]))
+        ]
+        cut = self.cut_file
+        if cut is None:
+            return writes
+        cut_step = int((self.pause or {}).get("step", -1))
+        # The cut file is not complete; nor is anything else written beside it for that step
+        # (one checkpoint directory), and an older copy under the same name was overwritten.
+        return [
+            (step, path)
+            for step, path in writes
+            if path != cut
+            and not (step == cut_step and os.path.dirname(path) == os.path.dirname(cut))
+        ]
 
     @property
     def failed_saves(self) -> list[Mapping[str, Any]]:
@@ -100,6 +133,7 @@ def summarize(events: Sequence[Mapping[str, Any]], injected: bool) -> ShimSummar
         stopped_after=int(stop["steps"]) if stop else None,
         nonfinite=first("nonfinite"),
         saves=tuple(e for e in mine if e.get("e") == "save"),
+        publishes=tuple(e for e in mine if e.get("e") == "publish"),
         pause=first("pause"),
         digest=str(exit_event["digest"]) if exit_event and exit_event.get("digest") else None,
         errors=tuple(str(e.get("error")) for e in events if e.get("e") == "shim-error"),
