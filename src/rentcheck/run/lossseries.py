@@ -79,7 +79,10 @@ class LossComparer:
         return Series(steps, [r.loss or "" for r in records])
 
     def same(self, a: str, b: str) -> bool:
-        return same_value(a, b, self.settings.rtol, self.settings.atol)
+        settings = self.settings
+        if settings.mode == "continues":
+            return same_value(a, b, max(settings.rtol, settings.band), settings.atol)
+        return same_value(a, b, settings.rtol, settings.atol)
 
     def compare(self, run: RunRecord, expected_start: int) -> Comparison:
         series = self.series(run)
@@ -87,7 +90,12 @@ class LossComparer:
             return Comparison(None, None, 0, None, False)
         ref = self.reference
         inferred = series.steps is None or ref.steps is None
-        if inferred:
+        if inferred and self._ran_to_the_end(run):
+            # It trained to the same final step: it started that many steps before the end
+            # (a relaunch that ignored its checkpoint took all of them again).
+            start = len(ref.values) - len(series.values) + 1
+            steps = list(range(start, start + len(series.values)))
+        elif inferred:
             start = self._locate(series.values, expected_start)
             steps = list(range(start, start + len(series.values)))
         else:
@@ -105,6 +113,14 @@ class LossComparer:
                     mismatch, values = step, (ref_by_step[step], value)
         last = steps[len(series.values) - 1]
         return Comparison(steps[0], last, compared, mismatch, inferred, values)
+
+    def _ran_to_the_end(self, run: RunRecord) -> bool:
+        return (
+            self.source == "shim"
+            and self.settings.mode == "continues"
+            and not run.interrupted
+            and run.result.returncode == 0
+        )
 
     def _locate(self, values: list[str], expected: int) -> int:
         """Without step numbers: where the run's losses sit in the reference's (1-based)."""

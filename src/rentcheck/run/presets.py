@@ -23,6 +23,8 @@ class Preset:
     checkpoint_dir: str | None = None  # where the resume args make it save, if they decide it
     env: Mapping[str, str] = field(default_factory=dict)
     note: str = ""
+    # Lightning and HF resume mid-epoch with another batch order by design: not bit-equal.
+    resume_mode: str = "exact"
 
 
 # The Trainer flags smoke and resume share: CPU, no reporters, a loss line per step,
@@ -81,6 +83,7 @@ PRESETS: dict[str, Preset] = {
             ),
             checkpoint_dir="checkpoints",
             note="fast_dev_run is avoided on purpose: it disables checkpointing and loggers",
+            resume_mode="continues",
         ),
         Preset(
             "lightning-hydra",
@@ -114,6 +117,7 @@ PRESETS: dict[str, Preset] = {
                 "++ckpt_path=./run/checkpoints/last.ckpt",
             ),
             checkpoint_dir="run/checkpoints",
+            resume_mode="continues",
         ),
         Preset(
             "hf-trainer",
@@ -130,6 +134,7 @@ PRESETS: dict[str, Preset] = {
             ),
             checkpoint_dir="out",
             note="the example scripts resume from get_last_checkpoint(output_dir) on their own",
+            resume_mode="continues",
         ),
         Preset(
             "torchtitan",

@@ -42,10 +42,12 @@ __all__ = [
 _COMMON = ("command", "args", "env", "steps", "timeout", "offline", "shim", "preset", "step-regex",
            "python", "link")  # fmt: skip
 SMOKE_KEYS = (*_COMMON, "allow")
-RESUME_KEYS = (*_COMMON, "checkpoint-dir", "signals", "kill-during-save", "rtol", "atol",
+RESUME_KEYS = (*_COMMON, "checkpoint-dir", "signals", "kill-during-save", "rtol", "atol", "mode",
+               "band",
                "digest-regex")  # fmt: skip
 _INHERITED = ("command", "env", "offline", "shim", "timeout", "preset", "python", "link")
 SHIM_MODES = ("auto", "on", "off")
+RESUME_MODES = ("exact", "continues")
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,10 @@ class ResumeSettings(RunSettings):
     kill_during_save: bool = True
     rtol: float = 0.0
     atol: float = 0.0
+    # exact: every step's loss equals the uninterrupted run's (deterministic loops);
+    # continues: resumed at the checkpoint + 1 and each loss within `band` (relative) of it.
+    mode: str = "exact"
+    band: float = 0.5
     digest_patterns: tuple[re.Pattern[str], ...] = ()
 
 
@@ -281,5 +287,7 @@ def resume_settings(config: Config, overrides: Mapping[str, Any] | None = None) 
         kill_during_save=kill_during_save,
         rtol=reader.number("rtol", 0.0, 0.0),
         atol=reader.number("atol", 0.0, 0.0),
+        mode=reader.choice("mode", preset.resume_mode if preset else "exact", RESUME_MODES),
+        band=reader.number("band", 0.5, 0.0),
         digest_patterns=reader.patterns("digest-regex", DEFAULT_DIGEST_PATTERNS, "digest"),
     )

@@ -1,0 +1,51 @@
+"""Lightning's Trainer, resumed with fit(ckpt_path="last"): its saves go through a buffer and
+a temp file renamed into place, and its mid-epoch resume is not bit-exact by design."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from tinykit import FIXTURES
+
+from rentcheck.config import load_config
+from rentcheck.run.resume import run_resume
+from rentcheck.run.settings import resume_settings
+
+pytest.importorskip("lightning")
+
+
+def _settings(root: Path, args: str):  # type: ignore[no-untyped-def]
+    root.mkdir()
+    shutil.copy(FIXTURES / "lightning_trainer" / "train.py", root / "train.py")
+    (root / "rentcheck.yaml").write_text(
+        "resume:\n"
+        f'  command: "python train.py --max-steps {{steps}} --every {{checkpoint_every}}{args}"\n'
+        "  mode: continues\n"
+        "  timeout: 180\n"
+    )
+    return resume_settings(load_config(str(root), explicit=str(root / "rentcheck.yaml")))
+
+
+def test_a_lightning_trainer_that_resumes_from_last_passes(tmp_path: Path) -> None:
+    outcome = run_resume(_settings(tmp_path / "good", ""), workdir_parent=str(tmp_path))
+    assert outcome.passed, outcome.verdict_lines()
+    by_name = {s["scenario"]: s for s in outcome.judgement.scenarios}
+    # Every scenario ran: the buffered saves were seen, the kills landed, the relaunches
+    # continued after the newest complete checkpoint.
+    kill = by_name["SIGKILL between checkpoints"]
+    assert (kill["killed_after_step"], kill["durable_checkpoint_step"]) == (6, 4)
+    assert kill["relaunch_first_step"] == 5
+    cut = by_name["SIGKILL during a checkpoint write"]
+    assert cut["durable_checkpoint_step"] == 4 and cut["relaunch_first_step"] == 5
+    assert outcome.judgement.source == "shim"
+
+
+def test_a_lightning_trainer_that_never_loads_its_checkpoint_fails(tmp_path: Path) -> None:
+    settings = _settings(tmp_path / "bad", " --no-resume")
+    outcome = run_resume(replace(settings, kill_during_save=False, signals=settings.signals[:1]))
+    assert not outcome.passed
+    assert outcome.findings[0].code == "RC620", outcome.verdict_lines()
+    assert "never loaded it" in outcome.findings[0].message
