@@ -99,3 +99,16 @@ def test_the_runs_own_weights_digest() -> None:
     lines = ["done step=3 weights_sha256=" + "b" * 64, "done step=4 weights_sha256=" + "c" * 64]
     assert find_digest(lines, digests) == "c" * 64
     assert find_digest(["weights_sha256=short"], digests) is None
+
+
+def test_a_max_steps_truncated_last_epoch_keeps_counting_from_the_full_epochs() -> None:
+    """5 batches an epoch, max_steps=7: Lightning's last bar reads 2/2, which is step 7."""
+    pattern = compile_patterns(DEFAULT_STEP_PATTERNS)[2]
+    bar = "Epoch {e}: 100%|##########| {s}/{t} [00:00<00:00,  3.3it/s, train_loss={v}]"
+    lines = [bar.format(e=0, s=s, t=5, v=s) for s in range(1, 6)]
+    lines += [bar.format(e=1, s=s, t=2, v=5 + s) for s in (1, 2)]
+    _, records = parse_steps(lines, [pattern])
+    assert [r.step for r in records] == [1, 2, 3, 4, 5, 6, 7]
+    # A relaunch that only printed the truncated epoch, read with the reference's epoch size.
+    _, relaunch = parse_steps(lines[-2:], [pattern], known_epoch_size=5)
+    assert [r.step for r in relaunch] == [6, 7]

@@ -53,3 +53,33 @@ def test_resume_bugs_are_caught_without_the_shim(cli, tmp_path, flag: str, code:
     assert doc["exit_code"] == 1
     assert [r["code"] for r in doc["results"] if r["severity"] != "note"] == [code]
     assert doc["resume"]["workdirs_kept"]
+
+
+def test_each_launch_says_when_it_starts_and_ends_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import sys
+
+    from tinykit import project_config
+
+    from rentcheck.run.resume import run_resume
+    from rentcheck.run.settings import resume_settings
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    root = fake_project(tmp_path / "p", resume_args=ARGS)
+    settings = resume_settings(
+        project_config(root), {"signals": ["SIGKILL"], "kill-during-save": False}
+    )
+    outcome = run_resume(settings, workdir_parent=str(tmp_path))
+    assert outcome.passed, outcome.verdict_lines()
+    lines = terminal.getvalue().splitlines()
+    assert "resume: kill1: started (SIGKILL between checkpoints)" in lines
+    assert any(line.startswith("resume: kill1: SIGKILL sent after ") for line in lines)
+    assert any(line.startswith("resume: kill2: exited with status 0") for line in lines)
+    assert any(line.startswith("resume: reference: exited with status 0") for line in lines)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from rentcheck.run.logparse import parse_steps
+from rentcheck.run.logparse import epoch_size, parse_steps
 from rentcheck.run.runs import RunRecord
 from rentcheck.run.settings import ResumeSettings
 
@@ -62,7 +62,10 @@ class LossComparer:
         self.settings = settings
         self.pattern: int | None = None
         self.source: str | None = None
+        self.epoch_size = 0
         index, records = parse_steps(reference.result.lines, settings.step_patterns)
+        if index is not None:
+            self.epoch_size = epoch_size(reference.result.lines, settings.step_patterns[index])
         if index is not None and records[0].step is not None:
             self.source, self.pattern = "log", index
         elif reference.shim.active and reference.shim.steps > 0:
@@ -74,7 +77,9 @@ class LossComparer:
     def series(self, run: RunRecord) -> Series:
         if self.source == "shim":
             return Series(None, [",".join(repr(v) for v in step) for step in run.shim.losses])
-        _, records = parse_steps(run.result.lines, self.settings.step_patterns, only=self.pattern)
+        _, records = parse_steps(
+            run.result.lines, self.settings.step_patterns, self.pattern, self.epoch_size
+        )
         steps = None if not records or records[0].step is None else [r.step or 0 for r in records]
         return Series(steps, [r.loss or "" for r in records])
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +30,7 @@ from typing import Any
 from rentcheck.model import Finding, Severity
 from rentcheck.run import ckptdir, shimreport
 from rentcheck.run.logparse import strip_ansi
-from rentcheck.run.process import ShimEvents, keep_log, supervise
+from rentcheck.run.process import ProcessResult, ShimEvents, keep_log, supervise
 from rentcheck.run.resume_judge import judge
 from rentcheck.run.resume_outcome import ResumeOutcome
 from rentcheck.run.rules import SHIM_UNAVAILABLE
@@ -110,6 +111,8 @@ def _run_one(
     launch = launch_in(
         settings, scratch, name=label, state_dir=state_dir, shim_settings=shim_settings
     )
+    what = plan.describe() if plan else "to the end"
+    progress(f"resume: {label}: started ({what})")
     configured = settings.checkpoint_dir
     # Without the shim's events, the directory polled and listed is `checkpoint-dir`, else
     # `checkpoints`; with them, where the run's checkpoint writes went.
@@ -117,6 +120,7 @@ def _run_one(
     trigger = _KillTrigger(plan, settings, watched) if plan is not None else None
     result = supervise(launch, trigger)
     shim = shimreport.summarize(result.events, injected=launch.shim)
+    progress(f"resume: {label}: {_ending(result, shim)} after {result.duration:.1f} s")
     ckpt_dir = watched if configured else _written_dir(shim, scratch.cwd, watched)
     return RunRecord(
         label=label,
@@ -129,6 +133,22 @@ def _run_one(
 
 
 DEFAULT_CHECKPOINT_DIR = "checkpoints"
+
+
+def progress(text: str) -> None:
+    """One line per launch as it starts and ends, on a terminal only (stdout is the report)."""
+    if sys.stderr.isatty():
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+
+def _ending(result: ProcessResult, shim: shimreport.ShimSummary) -> str:
+    steps = f"{shim.steps} optimizer steps" if shim.active else "its log"
+    if result.sent_signal is not None:
+        return f"{signal.Signals(result.sent_signal).name} sent after {steps}, relaunching..."
+    if result.timed_out:
+        return "timed out"
+    return f"exited with status {result.returncode} after {steps}"
 
 
 def _written_dir(shim: shimreport.ShimSummary, cwd: str, default: str) -> str:
