@@ -3,8 +3,8 @@
 Step patterns are regexes with named groups: ``loss`` and/or ``step`` (global optimizer step),
 optionally ``epoch`` and ``total`` when the step counter restarts every epoch (Lightning's
 progress bar: global step = epoch * batches per epoch + step, where batches per epoch is the
-largest total seen: a ``max_steps``-truncated last epoch shows a smaller one). The first pattern that matches any line of a
-log is the one used for that log.
+largest total seen: a ``max_steps``-truncated last epoch shows a smaller one). The first
+pattern that matches any line of a log is the one used for that log.
 """
 
 from __future__ import annotations
