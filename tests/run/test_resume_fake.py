@@ -83,3 +83,13 @@ def test_each_launch_says_when_it_starts_and_ends_on_a_terminal(
     assert any(line.startswith("resume: kill1: SIGKILL sent after ") for line in lines)
     assert any(line.startswith("resume: kill2: exited with status 0") for line in lines)
     assert any(line.startswith("resume: reference: exited with status 0") for line in lines)
+
+
+def test_an_allowed_resume_finding_is_a_note_and_the_gate_passes(cli, tmp_path) -> None:
+    extra = "  allow: [resume-step-reset]\n"
+    root = fake_project(tmp_path / "p", resume_args=f"{ARGS}, --never-load", extra=extra)
+    doc = _resume(cli, root, "--signals", "SIGKILL", "--no-kill-during-save")
+    assert doc["exit_code"] == 0
+    step_reset = [r for r in doc["results"] if r["code"] == "RC620"]
+    assert step_reset and step_reset[0]["severity"] == "note"
+    assert step_reset[0]["message"].endswith("[allowed]")

@@ -49,3 +49,27 @@ def test_a_lightning_trainer_that_never_loads_its_checkpoint_fails(tmp_path: Pat
     assert not outcome.passed
     assert outcome.findings[0].code == "RC620", outcome.verdict_lines()
     assert "never loaded it" in outcome.findings[0].message
+
+
+def test_lightning_cli_with_the_preset_relaunches_identically_and_resumes(tmp_path: Path) -> None:
+    """The preset's old `--trainer.logger=false` made every relaunch abort in SaveConfigCallback
+    (config.yaml already in the run dir); with a local CSV logger each launch has its own."""
+    pytest.importorskip("jsonargparse")
+    root = tmp_path / "cli"
+    root.mkdir()
+    shutil.copy(FIXTURES / "lightning_cli" / "main.py", root / "main.py")
+    shutil.copy(FIXTURES / "lightning_trainer" / "train.py", root / "train.py")
+    (root / "tiny.yaml").write_text("trainer:\n  max_epochs: 100\n")
+    (root / "rentcheck.yaml").write_text(
+        "resume:\n"
+        '  command: "python main.py fit --config tiny.yaml"\n'
+        "  preset: lightning-cli\n"
+        "  timeout: 180\n"
+    )
+    config = load_config(str(root), explicit=str(root / "rentcheck.yaml"))
+    settings = resume_settings(config, {"signals": ["SIGKILL"], "kill-during-save": False})
+    assert settings.mode == "continues"  # the preset's: mid-epoch resume is not bit-exact
+    outcome = run_resume(settings, workdir_parent=str(tmp_path))
+    assert outcome.passed, outcome.verdict_lines()
+    scenario = outcome.judgement.scenarios[0]
+    assert (scenario["durable_checkpoint_step"], scenario["relaunch_first_step"]) == (4, 5)

@@ -161,3 +161,21 @@ def test_every_preset_fills_its_placeholders(tmp_path: Path) -> None:
         for argv in (smoke_settings(config).argv, resume_settings(config).argv):
             assert not any("{" in a and "}" in a and a != "loggers={}" for a in argv), (name, argv)
         assert preset.description
+
+
+def test_resume_mode_follows_the_preset_and_allow_takes_codes_or_names(tmp_path: Path) -> None:
+    config = _config(
+        tmp_path,
+        "resume:\n  command: python main.py fit\n  preset: lightning-cli\n"
+        "  allow: [RC626, resume-partial-checkpoint-tolerated]\n",
+    )
+    resume = resume_settings(config)
+    assert resume.mode == "continues" and resume.band == 0.5
+    assert resume.allow == {"RC626", "RC633"}
+    assert resume_settings(config, {"mode": "exact"}).mode == "exact"
+    bad = _config(tmp_path, "resume:\n  command: python t.py\n  allow: [RC999]\n")
+    with pytest.raises(ConfigError, match="resume.allow.*unknown resume rule 'RC999'"):
+        resume_settings(bad)
+    plain = _config(tmp_path, "resume:\n  command: python t.py\n  mode: sloppy\n")
+    with pytest.raises(ConfigError, match="resume.mode"):
+        resume_settings(plain)

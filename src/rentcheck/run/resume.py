@@ -151,6 +151,12 @@ def _ending(result: ProcessResult, shim: shimreport.ShimSummary) -> str:
     return f"exited with status {result.returncode} after {steps}"
 
 
+def _allowed(finding: Finding) -> Finding:
+    from rentcheck.record import replace
+
+    return replace(finding, severity=Severity.NOTE, message=f"{finding.message} [allowed]")
+
+
 def _written_dir(shim: shimreport.ShimSummary, cwd: str, default: str) -> str:
     """Without ``checkpoint-dir``: the directory the run's checkpoints went to (the common
     parent of its checkpoint writes; above ``checkpoint-N/`` directories), else ``default``."""
@@ -274,7 +280,8 @@ def run_resume(
     ref = results[len(plans)] if reference is None else reference
     duration = time.monotonic() - started
     judgement = judge(settings, ref, chains)
-    outcome = ResumeOutcome(settings, ref, chains, judgement, duration, list(judgement.findings))
+    findings = [_allowed(f) if f.code in settings.allow else f for f in judgement.findings]
+    outcome = ResumeOutcome(settings, ref, chains, judgement, duration, findings)
     if settings.shim != "off" and not ref.shim.active:
         severity = Severity.WARNING if settings.shim == "on" else Severity.NOTE
         message = f"step shim {ref.shim.status}: {ref.shim.reason}"

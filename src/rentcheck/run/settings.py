@@ -42,9 +42,8 @@ __all__ = [
 _COMMON = ("command", "args", "env", "steps", "timeout", "offline", "shim", "preset", "step-regex",
            "python", "link")  # fmt: skip
 SMOKE_KEYS = (*_COMMON, "allow")
-RESUME_KEYS = (*_COMMON, "checkpoint-dir", "signals", "kill-during-save", "rtol", "atol", "mode",
-               "band",
-               "digest-regex")  # fmt: skip
+RESUME_KEYS = (*_COMMON, "allow", "checkpoint-dir", "signals", "kill-during-save", "rtol", "atol",
+               "mode", "band", "digest-regex")  # fmt: skip
 _INHERITED = ("command", "env", "offline", "shim", "timeout", "preset", "python", "link")
 SHIM_MODES = ("auto", "on", "off")
 RESUME_MODES = ("exact", "continues")
@@ -91,6 +90,7 @@ class ResumeSettings(RunSettings):
     # continues: resumed at the checkpoint + 1 and each loss within `band` (relative) of it.
     mode: str = "exact"
     band: float = 0.5
+    allow: frozenset[str] = frozenset()  # resume codes reported as notes
     digest_patterns: tuple[re.Pattern[str], ...] = ()
 
 
@@ -246,6 +246,22 @@ def smoke_settings(config: Config, overrides: Mapping[str, Any] | None = None) -
     return SmokeSettings(**_common(reader, "smoke", 2), allow=frozenset(allowed))
 
 
+def _resume_allow(reader: _Reader) -> frozenset[str]:
+    """Resume codes (RC626) or names (resume-non-atomic-checkpoint) that only make a note."""
+    from rentcheck.run.rules import RESUME_RULES
+
+    by_key = {k: r.code for r in RESUME_RULES for k in (r.code, r.name)}
+    allowed = set()
+    for entry in reader.strings("allow"):
+        code = by_key.get(entry.upper()) or by_key.get(entry)
+        if code is None:
+            raise reader.error(
+                "allow", f"unknown resume rule {entry!r}", "use a code RC620-RC633 or its name"
+            )
+        allowed.add(code)
+    return frozenset(allowed)
+
+
 def _signal(reader: _Reader, name: str) -> int:
     upper = name.upper()
     full = upper if upper.startswith("SIG") else "SIG" + upper
@@ -287,6 +303,7 @@ def resume_settings(config: Config, overrides: Mapping[str, Any] | None = None) 
         kill_during_save=kill_during_save,
         rtol=reader.number("rtol", 0.0, 0.0),
         atol=reader.number("atol", 0.0, 0.0),
+        allow=_resume_allow(reader),
         mode=reader.choice("mode", preset.resume_mode if preset else "exact", RESUME_MODES),
         band=reader.number("band", 0.5, 0.0),
         digest_patterns=reader.patterns("digest-regex", DEFAULT_DIGEST_PATTERNS, "digest"),
