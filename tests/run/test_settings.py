@@ -174,8 +174,8 @@ def test_resume_mode_follows_the_preset_and_allow_takes_codes_or_names(tmp_path:
     assert resume.allow == {"RC626", "RC633"}
     assert resume_settings(config, {"mode": "exact"}).mode == "exact"
     bad = _config(tmp_path, "resume:\n  command: python t.py\n  allow: [RC999]\n")
-    with pytest.raises(ConfigError, match="resume.allow.*unknown resume rule 'RC999'"):
+    with pytest.raises(ConfigError, match=r"resume.allow.*unknown resume rule 'RC999'"):
         resume_settings(bad)
     plain = _config(tmp_path, "resume:\n  command: python t.py\n  mode: sloppy\n")
-    with pytest.raises(ConfigError, match="resume.mode"):
+    with pytest.raises(ConfigError, match=r"resume\.mode"):
         resume_settings(plain)
