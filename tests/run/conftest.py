@@ -20,6 +20,7 @@ NEEDS_TORCH = [
     "test_resume_rolling.py",
     "test_resume_lightning.py",
     "test_resume_hf.py",
+    "test_resume_accelerate.py",
 ]
 if importlib.util.find_spec("torch") is None:
     collect_ignore = NEEDS_TORCH
