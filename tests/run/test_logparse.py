@@ -33,6 +33,13 @@ CASES = {
          "{'train_runtime': 1.0, 'train_loss': 2.3}"],
         1, [(None, "2.3012"), (None, "nan")],
     ),
+    # transformers 5 prints the values as strings (captured from test_resume_hf's project).
+    "hf-trainer-5": (
+        ["{'loss': '1.768', 'grad_norm': '2.79', 'learning_rate': '1.667e-05', 'epoch': '1.8'}",
+         "{'loss': '1.463', 'grad_norm': '2.691', 'learning_rate': '1.25e-05', 'epoch': '2'}",
+         "{'train_runtime': '0.0838', 'train_loss': '2.039', 'epoch': '2.4'}"],
+        1, [(None, "1.768"), (None, "1.463")],
+    ),
     "lightning": (
         ["Epoch 0:  50%|#####     | 1/2 [00:00<00:00,  3.1it/s, v_num=0, train_loss=1.230]",
          "Epoch 0: 100%|##########| 2/2 [00:00<00:00,  3.3it/s, v_num=0, train_loss=1.110]",

@@ -2,29 +2,25 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tinykit import FIXTURES
+from tinykit import framework_settings
 
-from rentcheck.config import load_config
 from rentcheck.run.resume import run_resume
-from rentcheck.run.settings import resume_settings
 
 pytest.importorskip("accelerate")
 
 
-def _settings(root: Path, flags: str, overrides: dict | None = None):  # type: ignore[no-untyped-def]
-    root.mkdir()
-    shutil.copy(FIXTURES / "accelerate_loop" / "train.py", root / "train.py")
-    (root / "rentcheck.yaml").write_text(
-        "resume:\n"
+def _settings(root: Path, flags: str, overrides: dict[str, Any] | None = None) -> Any:
+    return framework_settings(
+        root,
+        {"train.py": "accelerate_loop/train.py"},
         f'  command: "python train.py --steps {{steps}} --every {{checkpoint_every}}{flags}"\n'
-        "  timeout: 180\n"
+        "  timeout: 180\n",
+        overrides,
     )
-    config = load_config(str(root), explicit=str(root / "rentcheck.yaml"))
-    return resume_settings(config, overrides)
 
 
 def test_save_state_and_load_state_resume_exactly(tmp_path: Path) -> None:

@@ -3,26 +3,20 @@ the hf-trainer preset (HfArgumentParser scripts) and hf-trainer-argparse (own fl
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tinykit import FIXTURES
+from tinykit import framework_settings
 
-from rentcheck.config import load_config
 from rentcheck.run.resume import run_resume
-from rentcheck.run.settings import resume_settings
 
 pytest.importorskip("transformers")
 
 
-def _settings(root: Path, config: str, overrides: dict | None = None):  # type: ignore[no-untyped-def]
-    root.mkdir()
-    for name in ("train.py", "train_argparse.py"):
-        shutil.copy(FIXTURES / "hf_trainer" / name, root / name)
-    (root / "rentcheck.yaml").write_text("resume:\n  timeout: 300\n" + config)
-    config_ = load_config(str(root), explicit=str(root / "rentcheck.yaml"))
-    return resume_settings(config_, overrides)
+def _settings(root: Path, config: str, overrides: dict[str, Any] | None = None) -> Any:
+    files = {name: f"hf_trainer/{name}" for name in ("train.py", "train_argparse.py")}
+    return framework_settings(root, files, "  timeout: 300\n" + config, overrides)
 
 
 HF_ARGS = (

@@ -3,30 +3,26 @@ a temp file renamed into place, and its mid-epoch resume is not bit-exact by des
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tinykit import FIXTURES
+from tinykit import framework_settings
 
-from rentcheck.config import load_config
 from rentcheck.run.resume import run_resume
-from rentcheck.run.settings import resume_settings
 
 pytest.importorskip("lightning")
 
 
-def _settings(root: Path, args: str):  # type: ignore[no-untyped-def]
-    root.mkdir()
-    shutil.copy(FIXTURES / "lightning_trainer" / "train.py", root / "train.py")
-    (root / "rentcheck.yaml").write_text(
-        "resume:\n"
+def _settings(root: Path, args: str) -> Any:
+    return framework_settings(
+        root,
+        {"train.py": "lightning_trainer/train.py"},
         f'  command: "python train.py --max-steps {{steps}} --every {{checkpoint_every}}{args}"\n'
         "  mode: continues\n"
-        "  timeout: 180\n"
+        "  timeout: 180\n",
     )
-    return resume_settings(load_config(str(root), explicit=str(root / "rentcheck.yaml")))
 
 
 def test_a_lightning_trainer_that_resumes_from_last_passes(tmp_path: Path) -> None:
@@ -55,19 +51,18 @@ def test_lightning_cli_with_the_preset_relaunches_identically_and_resumes(tmp_pa
     """The preset's old `--trainer.logger=false` made every relaunch abort in SaveConfigCallback
     (config.yaml already in the run dir); with a local CSV logger each launch has its own."""
     pytest.importorskip("jsonargparse")
-    root = tmp_path / "cli"
-    root.mkdir()
-    shutil.copy(FIXTURES / "lightning_cli" / "main.py", root / "main.py")
-    shutil.copy(FIXTURES / "lightning_trainer" / "train.py", root / "train.py")
-    (root / "tiny.yaml").write_text("trainer:\n  max_epochs: 100\n")
-    (root / "rentcheck.yaml").write_text(
-        "resume:\n"
+    settings = framework_settings(
+        tmp_path / "cli",
+        {
+            "main.py": "lightning_cli/main.py",
+            "tiny.yaml": "lightning_cli/tiny.yaml",
+            "train.py": "lightning_trainer/train.py",
+        },
         '  command: "python main.py fit --config tiny.yaml"\n'
         "  preset: lightning-cli\n"
-        "  timeout: 180\n"
+        "  timeout: 180\n",
+        {"signals": ["SIGKILL"], "kill-during-save": False},
     )
-    config = load_config(str(root), explicit=str(root / "rentcheck.yaml"))
-    settings = resume_settings(config, {"signals": ["SIGKILL"], "kill-during-save": False})
     assert settings.mode == "continues"  # the preset's: mid-epoch resume is not bit-exact
     outcome = run_resume(settings, workdir_parent=str(tmp_path))
     assert outcome.passed, outcome.verdict_lines()

@@ -2,32 +2,27 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
+from typing import Any
 
-from tinykit import FIXTURES
+from tinykit import framework_settings
 
-from rentcheck.config import load_config
 from rentcheck.run.resume import run_resume
-from rentcheck.run.settings import resume_settings
 
 
-def _project(root: Path, args: str) -> Path:
-    root.mkdir()
-    shutil.copy(FIXTURES / "rolling_trainer" / "train.py", root / "train.py")
+def _settings(root: Path, args: str, overrides: dict[str, Any] | None = None) -> Any:
     # No checkpoint-dir: the shim's events say where and when checkpoints were published.
-    (root / "rentcheck.yaml").write_text(
-        "resume:\n"
+    return framework_settings(
+        root,
+        {"train.py": "rolling_trainer/train.py"},
         f'  command: "python train.py --steps {{steps}} --every {{checkpoint_every}}{args}"\n'
-        "  timeout: 120\n"
+        "  timeout: 120\n",
+        overrides,
     )
-    return root
 
 
 def test_a_rolling_last_pt_that_resumes_correctly_passes(tmp_path: Path) -> None:
-    root = _project(tmp_path / "good", "")
-    config = load_config(str(root), explicit=str(root / "rentcheck.yaml"))
-    outcome = run_resume(resume_settings(config), workdir_parent=str(tmp_path))
+    outcome = run_resume(_settings(tmp_path / "good", ""), workdir_parent=str(tmp_path))
     assert outcome.passed, outcome.verdict_lines()
     by_name = {s["scenario"]: s for s in outcome.judgement.scenarios}
     # Killed at 6 after last.pt held step 4; killed again at 10 (the relaunch's own 6th step)
@@ -41,9 +36,8 @@ def test_a_rolling_last_pt_that_resumes_correctly_passes(tmp_path: Path) -> None
 
 
 def test_a_rolling_last_pt_trainer_that_resets_its_step_fails(tmp_path: Path) -> None:
-    root = _project(tmp_path / "bad", " --forget-step")
-    config = load_config(str(root), explicit=str(root / "rentcheck.yaml"))
-    settings = resume_settings(config, {"signals": ["SIGKILL"], "kill-during-save": False})
+    overrides = {"signals": ["SIGKILL"], "kill-during-save": False}
+    settings = _settings(tmp_path / "bad", " --forget-step", overrides)
     outcome = run_resume(settings, workdir_parent=str(tmp_path))
     assert not outcome.passed
     assert outcome.findings[0].code == "RC620", outcome.verdict_lines()

@@ -61,21 +61,25 @@ class ShimSummary:
         from rentcheck.run.ckptdir import is_temp_path
 
         writes = [
-            (int(e.get("step", 0)), str(e["dest"]))
-            for e in (*self.saves, *self.publishes)
+            (int(e.get("step", 0)), str(e["dest"]), int(e.get("_i", 0)))
+            for e in sorted((*self.saves, *self.publishes), key=lambda e: int(e.get("_i", 0)))
             if e.get("dest") and e.get("ok", True) and not is_temp_path(str(e["dest"]))
         ]
         cut = self.cut_file
         if cut is None:
-            return writes
-        cut_step = int((self.pause or {}).get("step", -1))
-        # The cut file is not complete; nor is anything else written beside it for that step
-        # (one checkpoint directory), and an older copy under the same name was overwritten.
+            return [(step, path) for step, path, _ in writes]
+        pause = self.pause or {}
+        cut_step, cut_at = int(pause.get("step", -1)), int(pause.get("_i", -1))
+        # Up to the pause, the cut file is not complete; nor is anything else written beside
+        # it for that step (one checkpoint directory), and an older copy under the same name
+        # was overwritten. What a released run wrote after the pause is whole.
         return [
             (step, path)
-            for step, path in writes
-            if path != cut
-            and not (step == cut_step and os.path.dirname(path) == os.path.dirname(cut))
+            for step, path, at in writes
+            if at > cut_at
+            or not (
+                path == cut or (step == cut_step and os.path.dirname(path) == os.path.dirname(cut))
+            )
         ]
 
     @property
@@ -89,11 +93,15 @@ class ShimSummary:
             "torch_version": self.torch_version,
             "optimizer_steps": self.steps,
             "stopped_after": self.stopped_after,
-            "nonfinite": dict(self.nonfinite) if self.nonfinite else None,
-            "failed_saves": [dict(s) for s in self.failed_saves],
+            "nonfinite": _public(self.nonfinite) if self.nonfinite else None,
+            "failed_saves": [_public(s) for s in self.failed_saves],
             "weights_sha256": self.digest,
             "errors": list(self.errors),
         }
+
+
+def _public(event: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in event.items() if k != "_i"}
 
 
 def _main_pid(events: Sequence[Mapping[str, Any]]) -> int | None:
@@ -117,7 +125,8 @@ def summarize(events: Sequence[Mapping[str, Any]], injected: bool) -> ShimSummar
     torch_event = next((e for e in events if e.get("e") == "torch"), None)
     if pid is None or torch_event is None:
         return ShimSummary(status=NO_TORCH)
-    mine = [e for e in events if e.get("pid") == pid]
+    # Positions in the report keep the order of saves, publishes and the pause.
+    mine = [{**e, "_i": i} for i, e in enumerate(events) if e.get("pid") == pid]
     step_events = [e for e in mine if e.get("e") == "step"]
 
     def first(kind: str) -> Mapping[str, Any] | None:

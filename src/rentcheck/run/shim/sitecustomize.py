@@ -260,6 +260,13 @@ class _PausingWriter:
     def flush(self) -> Any:
         return self._target.flush()
 
+    # Looked up on the type, not through __getattr__: `with open(...) as f` needs them here.
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._target.__exit__(*exc)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._target, name)
 
