@@ -21,6 +21,7 @@ NEEDS_TORCH = [
     "test_resume_lightning.py",
     "test_resume_hf.py",
     "test_resume_accelerate.py",
+    "test_smoke_frameworks.py",
 ]
 if importlib.util.find_spec("torch") is None:
     collect_ignore = NEEDS_TORCH
