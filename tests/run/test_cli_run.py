@@ -88,3 +88,14 @@ def test_list_presets(cli, tmp_path: Path) -> None:
                  "torchtune", "composer"):  # fmt: skip
         assert f"\n{name}: " in "\n" + result.out
     assert "--logging_nan_inf_filter false" in result.out
+
+
+def test_the_help_epilogs_example_runs_as_typed(cli, tmp_path: Path) -> None:
+    """`rentcheck smoke -- python train.py --steps 2`: relative script, the active python."""
+    root = fake_project(tmp_path / "p")
+    result = cli("smoke", "--output-format", "json", "--", "python", "fake_train.py",
+                 "--steps", "2", cwd=root)  # fmt: skip
+    assert result.code == 0, result.out
+    doc = json.loads(result.out)
+    assert doc["smoke"]["optimizer_steps"] == 2 and doc["smoke"]["exit_status"] == 0
+    assert doc["smoke"]["command"][1:] == ["fake_train.py", "--steps", "2"]

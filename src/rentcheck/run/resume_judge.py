@@ -45,9 +45,13 @@ def judge(settings: ResumeSettings, reference: RunRecord, chains: Sequence[Chain
         return out
     patterns = ckptdir.checkpoint_patterns(reference.listing)
     if not patterns and not reference.shim.checkpoint_writes():
-        where = reference.ckpt_dir + ("" if reference.listing.exists else " (does not exist)")
-        seen = "the shim saw no checkpoint write and " if reference.shim.active else ""
-        text = f"{seen}the uninterrupted run left no numbered checkpoint in {where}"
+        where = os.path.relpath(reference.ckpt_dir, reference.result.launch.cwd)
+        where += "" if reference.listing.exists else " (does not exist)"
+        if reference.shim.active:
+            seen, hint = "the shim saw no checkpoint write and ", ""
+        else:
+            seen, hint = "", "; without the step shim, set `checkpoint-dir` to where it saves"
+        text = f"{seen}the uninterrupted run left no numbered checkpoint in {where}{hint}"
         add(_finding(rules.NO_CHECKPOINT, text, entries=list(reference.listing.entries)))
         return out
     compare = LossComparer(settings, reference)

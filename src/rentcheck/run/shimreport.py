@@ -69,7 +69,8 @@ class ShimSummary:
         if cut is None:
             return [(step, path) for step, path, _ in writes]
         pause = self.pause or {}
-        cut_step, cut_at = int(pause.get("step", -1)), int(pause.get("_i", -1))
+        # Without positions (a summary built by hand) the pause is taken as the last event.
+        cut_step, cut_at = int(pause.get("step", -1)), int(pause.get("_i", 1 << 62))
         # Up to the pause, the cut file is not complete; nor is anything else written beside
         # it for that step (one checkpoint directory), and an older copy under the same name
         # was overwritten. What a released run wrote after the pause is whole.
