@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -43,3 +44,26 @@ def test_a_scheduler_left_out_of_prepare_fails_with_that_cause(tmp_path: Path) -
     assert not outcome.passed
     assert outcome.findings[0].code == "RC623", outcome.verdict_lines()
     assert "optimizer or LR scheduler state not restored" in outcome.findings[0].message
+
+
+def test_accelerate_launch_resolves_to_the_projects_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`accelerate launch train.py` as typed: the environment's bin goes first on PATH (as
+    `activate` does), so its `accelerate` runs even when the shell's PATH lacks it."""
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("the environment under test is found through $VIRTUAL_ENV: run in a venv")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    settings = framework_settings(
+        tmp_path / "launch",
+        {"train.py": "accelerate_loop/train.py"},
+        '  command: "accelerate launch --cpu --num_processes 1 --num_machines 1 --mixed_precision'
+        ' no --dynamo_backend no train.py --steps {steps} --every {checkpoint_every}"\n'
+        "  timeout: 180\n",
+        {"signals": ["SIGKILL"], "kill-during-save": False},
+    )
+    outcome = run_resume(settings, workdir_parent=str(tmp_path))
+    assert outcome.passed, outcome.verdict_lines()
+    assert outcome.reference.shim.active  # the launcher's child python loaded the shim
+    scenario = outcome.judgement.scenarios[0]
+    assert (scenario["durable_checkpoint_step"], scenario["relaunch_first_step"]) == (4, 5)
