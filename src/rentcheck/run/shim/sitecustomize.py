@@ -313,10 +313,10 @@ def _wrap_save(torch: Any) -> None:
 def _wrap_safetensors(module: Any) -> None:
     original = module.save_file
 
-    def save_file(tensors: Any, filename: Any, metadata: Any = None) -> Any:
+    def save_file(tensors: Any, filename: Any, metadata: Any = None, *rest: Any, **kw: Any) -> Any:
         dest = os.path.abspath(os.fsdecode(filename))
         step = _State.steps
-        if step >= 1 and _should_pause_in_save(step):
+        if step >= 1 and _should_pause_in_save(step) and not rest and not kw:
             # The Rust writer cannot be held halfway; the same bytes through a Python file can.
             data = module.save(tensors, metadata=metadata)
 
@@ -325,7 +325,11 @@ def _wrap_safetensors(module: Any) -> None:
                     _PausingWriter(handle, dest).write(data)
 
             return _recorded(write, dest, step, "safetensors")
-        return _recorded(lambda: original(tensors, filename, metadata), dest, step, "safetensors")
+
+        def call() -> Any:
+            return original(tensors, filename, metadata, *rest, **kw)
+
+        return _recorded(call, dest, step, "safetensors")
 
     module.save_file = save_file
 
