@@ -99,3 +99,16 @@ def test_the_help_epilogs_example_runs_as_typed(cli, tmp_path: Path) -> None:
     doc = json.loads(result.out)
     assert doc["smoke"]["optimizer_steps"] == 2 and doc["smoke"]["exit_status"] == 0
     assert doc["smoke"]["command"][1:] == ["fake_train.py", "--steps", "2"]
+
+
+def test_list_presets_shows_how_each_resume_is_judged(cli, tmp_path: Path) -> None:
+    out = cli("smoke", "--list-presets", cwd=tmp_path).out
+    modes = {}
+    for line in out.splitlines():
+        if not line.startswith(" "):
+            name = line.split(":", 1)[0]
+        elif line.startswith("  resume mode: "):
+            modes[name] = line.split(": ", 1)[1]
+    assert modes["plain"] == "exact" and modes["torchtitan"] == "exact"
+    for name in ("lightning-cli", "lightning-hydra", "hf-trainer", "hf-trainer-argparse"):
+        assert modes[name] == "continues"
