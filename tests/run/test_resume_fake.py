@@ -93,3 +93,16 @@ def test_an_allowed_resume_finding_is_a_note_and_the_gate_passes(cli, tmp_path) 
     step_reset = [r for r in doc["results"] if r["code"] == "RC620"]
     assert step_reset and step_reset[0]["severity"] == "note"
     assert step_reset[0]["message"].endswith("[allowed]")
+
+
+def test_without_the_shim_or_checkpoint_dir_the_tree_is_watched(cli, tmp_path) -> None:
+    """A non-torch trainer saving into out/ckpts: no shim events, no `checkpoint-dir`; the
+    kills follow the numbered files that appear anywhere in the run's tree."""
+    args = f"{ARGS}, --ckpt-dir, out/ckpts"
+    doc = _resume(cli, fake_project(tmp_path / "p", resume_args=args), "--no-kill-during-save")
+    assert doc["exit_code"] == 0, doc["resume"]["scenarios"]
+    for scenario in doc["resume"]["scenarios"]:
+        assert scenario["ran"] and scenario["durable_checkpoint_step"] >= 4
+        assert scenario["relaunch_first_step"] == scenario["durable_checkpoint_step"] + 1
+    runs = {r["label"]: r for r in doc["resume"]["runs"]}
+    assert any(e.startswith("ckpt-") for e in runs["reference"]["checkpoint_dir"]["entries"])

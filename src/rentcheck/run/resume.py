@@ -44,8 +44,13 @@ __all__ = ["ResumeOutcome", "run_reference", "run_resume"]
 class _KillTrigger:
     """Decides when to signal an interrupted run: at the shim's pause, else from log and dir."""
 
-    def __init__(self, plan: Interrupt, settings: ResumeSettings, ckpt_dir: str) -> None:
+    def __init__(
+        self, plan: Interrupt, settings: ResumeSettings, ckpt_dir: str, tree: bool = False
+    ) -> None:
         self.plan, self.settings, self.ckpt_dir = plan, settings, ckpt_dir
+        self.tree = tree  # no checkpoint-dir: watch the whole tree the run starts in
+        self.walked_at = 0.0
+        self.walked: dict[str, int] = {}
         self.shim_active = False
         self.seen = 0  # shim events already looked at
         self.lines_seen = 0
@@ -70,12 +75,12 @@ class _KillTrigger:
         self.lines_seen += len(new)
         patterns = self.settings.step_patterns
         self.steps += sum(1 for line in new if any(p.search(strip_ansi(line)) for p in patterns))
-        listing = _sizes(self.ckpt_dir)
+        listing = self._listing()
         if self.baseline is None:
             self.baseline = listing  # the project's own files (the run may start in its dir)
         listing = {n: size for n, size in listing.items() if self.baseline.get(n) != size}
         if self.first_checkpoint_at is None:
-            if self.steps >= 1 and any(not ckptdir.is_temp_name(n) for n in listing):
+            if self.steps >= 1 and any(not ckptdir.is_temp_path(n) for n in listing):
                 self.first_checkpoint_at = self.steps
                 self.sizes = listing
             return None
@@ -89,9 +94,23 @@ class _KillTrigger:
             name
             for name, size in listing.items()
             if (name in previous and previous[name] != size)
-            or (name not in previous and ckptdir.is_temp_name(name))
+            or (name not in previous and ckptdir.is_temp_path(name))
         ]
         return self.plan.sig if growing else None
+
+    def _listing(self) -> dict[str, int]:
+        if not self.tree:
+            return _sizes(self.ckpt_dir)
+        now = time.monotonic()
+        if now - self.walked_at >= TREE_POLL_S:  # a walk per poll would compete with training
+            # Checkpoint-like files only (numbered, or temp names): logs grow at every step.
+            self.walked = {
+                path: size
+                for path, size in tree_sizes(self.ckpt_dir).items()
+                if ckptdir.is_temp_path(path) or numbered_dir([path]) is not None
+            }
+            self.walked_at = now
+        return self.walked
 
 
 def _sizes(directory: str) -> dict[str, int]:
@@ -102,9 +121,56 @@ def _sizes(directory: str) -> dict[str, int]:
         return {}
 
 
+TREE_DEPTH = 3
+TREE_POLL_S = 0.1
+
+
+def tree_sizes(top: str, depth: int = TREE_DEPTH) -> dict[str, int]:
+    """Relative path ('/'-separated) -> size of the files up to ``depth`` levels below."""
+    found: dict[str, int] = {}
+    for current, dirnames, filenames in os.walk(top):
+        rel = os.path.relpath(current, top)
+        level = 0 if rel == os.curdir else rel.count(os.sep) + 1
+        if level + 1 >= depth:
+            dirnames[:] = []
+        prefix = "" if rel == os.curdir else rel.replace(os.sep, "/") + "/"
+        for name in filenames:
+            try:
+                found[prefix + name] = os.lstat(os.path.join(current, name)).st_size
+            except OSError:
+                continue
+    return found
+
+
+def _initial(settings: ResumeSettings, scratch: Scratch) -> dict[str, int]:
+    """The copy's tree before any launch (only needed to find an unconfigured checkpoint dir)."""
+    return {} if settings.checkpoint_dir else tree_sizes(scratch.cwd)
+
+
+def numbered_dir(new_files: Sequence[str]) -> str | None:
+    """Where a run without the shim put its checkpoints: the directory holding the most
+    numbered entries among the files it created (``checkpoints/ckpt-8.pt``, ``out/checkpoint-8/
+    model.safetensors``), relative to where it started; None when it created none."""
+    entries: dict[str, set[str]] = {}
+    for path in new_files:
+        parts = path.split("/")
+        for index, part in enumerate(parts):
+            if ckptdir.step_of(part) is not None and not ckptdir.is_temp_name(part):
+                entries.setdefault("/".join(parts[:index]) or ".", set()).add(part)
+                break
+    return max(entries, key=lambda d: len(entries[d])) if entries else None
+
+
 def _run_one(
-    settings: ResumeSettings, scratch: Scratch, state_dir: str, label: str, plan: Interrupt | None
+    settings: ResumeSettings,
+    scratch: Scratch,
+    state_dir: str,
+    label: str,
+    plan: Interrupt | None,
+    *,
+    initial: dict[str, int],
 ) -> RunRecord:
+    """One launch in ``scratch``; ``initial`` is its tree before the first launch there."""
     shim_settings = {"RENTCHECK_SHIM_LOSSES": "1", "RENTCHECK_SHIM_DIGEST": "1"}
     if plan is not None:
         shim_settings["RENTCHECK_SHIM_PAUSE"] = plan.kind
@@ -114,14 +180,20 @@ def _run_one(
     what = plan.describe() if plan else "to the end"
     progress(f"resume: {label}: started ({what})")
     configured = settings.checkpoint_dir
-    # Without the shim's events, the directory polled and listed is `checkpoint-dir`, else
-    # `checkpoints`; with them, where the run's checkpoint writes went.
-    watched = os.path.join(scratch.cwd, configured or DEFAULT_CHECKPOINT_DIR)
-    trigger = _KillTrigger(plan, settings, watched) if plan is not None else None
+    # Polled without the shim: `checkpoint-dir`, else the tree the run starts in. Judged: that
+    # dir, else where the shim saw checkpoints written, else where numbered files appeared.
+    watched = os.path.join(scratch.cwd, configured) if configured else scratch.cwd
+    trigger = _KillTrigger(plan, settings, watched, tree=not configured) if plan else None
     result = supervise(launch, trigger)
     shim = shimreport.summarize(result.events, injected=launch.shim)
     progress(f"resume: {label}: {_ending(result, shim)} after {result.duration:.1f} s")
-    ckpt_dir = watched if configured else _written_dir(shim, scratch.cwd, watched)
+    if configured:
+        ckpt_dir = watched
+    else:
+        after = tree_sizes(scratch.cwd)
+        found = numbered_dir([p for p, size in after.items() if initial.get(p) != size])
+        default = os.path.normpath(os.path.join(scratch.cwd, found or DEFAULT_CHECKPOINT_DIR))
+        ckpt_dir = _written_dir(shim, scratch.cwd, default)
     return RunRecord(
         label=label,
         result=result,
@@ -178,7 +250,9 @@ def run_reference(
     own_state = state_dir is None
     state = state_dir or tempfile.mkdtemp(prefix="rentcheck-state-")
     try:
-        return _run_one(settings, scratch, state, "reference", None)
+        return _run_one(
+            settings, scratch, state, "reference", None, initial=_initial(settings, scratch)
+        )
     finally:
         remove_scratch(scratch)
         if own_state:
@@ -194,13 +268,17 @@ def _run_chain(
 ) -> Chain:
     scratch = new_scratch(settings, f"resume-{name}", parent)
     chain = Chain(name=name, interrupts=plans, runs=[], workdir=os.path.dirname(scratch.root))
+    initial = _initial(settings, scratch)
     try:
         for index, plan in enumerate(plans):
-            record = _run_one(settings, scratch, state_dir, f"{name}{index + 1}", plan)
+            record = _run_one(
+                settings, scratch, state_dir, f"{name}{index + 1}", plan, initial=initial
+            )
             chain.runs.append(record)
             if not record.interrupted:
                 return chain  # it ended on its own: nothing to relaunch
-        chain.runs.append(_run_one(settings, scratch, state_dir, f"{name}{len(plans) + 1}", None))
+        label = f"{name}{len(plans) + 1}"
+        chain.runs.append(_run_one(settings, scratch, state_dir, label, None, initial=initial))
     except BaseException:  # e.g. the command cannot start: no verdict, no directory to keep
         remove_scratch(scratch)
         raise
