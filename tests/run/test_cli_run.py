@@ -24,7 +24,12 @@ def test_nan_in_the_log_fails_with_help_and_reproduce(cli, tmp_path: Path) -> No
     assert "class: non-finite: step=2 loss=nan" in result.out
     assert "<project>: RC607 NaN/Inf: step=2 loss=nan" in result.out
     assert "help: Find the first non-finite value" in result.out
-    assert 'reproduce: cd "$(mktemp -d)" && env ' in result.out and "| step=1 loss=" in result.out
+    # The reproduce line runs the command as typed, from where rentcheck was run.
+    assert f"reproduce: cd {root} && env " in result.out
+    assert " fake_train.py --steps 3" in result.out
+    assert "| step=1 loss=" in result.out
+    kept = result.out.split("outputs and smoke.log kept in ", 1)[1].split("\n", 1)[0]
+    assert "step=2 loss=nan" in (Path(kept) / "smoke.log").read_text()
 
 
 def test_a_crash_points_at_the_users_line(cli, tmp_path: Path) -> None:
@@ -58,7 +63,8 @@ def test_shim_on_makes_an_unavailable_shim_fail(cli, tmp_path: Path) -> None:
 
 
 def test_writing_into_the_project_is_reported(cli, tmp_path: Path) -> None:
-    root = fake_project(tmp_path / "p", smoke_args="--write-into, '{root}'")
+    # The run works in a copy; a script that writes to an absolute project path still hits it.
+    root = fake_project(tmp_path / "p", smoke_args=f"--write-into, '{tmp_path / 'p'}'")
     result = cli("smoke", "--output-format", "json", "-o", "out.json", cwd=root)
     assert result.code == 1 and result.out == ""
     doc = json.loads((root / "out.json").read_text())
@@ -82,3 +88,27 @@ def test_list_presets(cli, tmp_path: Path) -> None:
                  "torchtune", "composer"):  # fmt: skip
         assert f"\n{name}: " in "\n" + result.out
     assert "--logging_nan_inf_filter false" in result.out
+
+
+def test_the_help_epilogs_example_runs_as_typed(cli, tmp_path: Path) -> None:
+    """`rentcheck smoke -- python train.py --steps 2`: relative script, the active python."""
+    root = fake_project(tmp_path / "p")
+    result = cli("smoke", "--output-format", "json", "--", "python", "fake_train.py",
+                 "--steps", "2", cwd=root)  # fmt: skip
+    assert result.code == 0, result.out
+    doc = json.loads(result.out)
+    assert doc["smoke"]["optimizer_steps"] == 2 and doc["smoke"]["exit_status"] == 0
+    assert doc["smoke"]["command"][1:] == ["fake_train.py", "--steps", "2"]
+
+
+def test_list_presets_shows_how_each_resume_is_judged(cli, tmp_path: Path) -> None:
+    out = cli("smoke", "--list-presets", cwd=tmp_path).out
+    modes = {}
+    for line in out.splitlines():
+        if not line.startswith(" "):
+            name = line.split(":", 1)[0]
+        elif line.startswith("  resume mode: "):
+            modes[name] = line.split(": ", 1)[1]
+    assert modes["plain"] == "exact" and modes["torchtitan"] == "exact"
+    for name in ("lightning-cli", "lightning-hydra", "hf-trainer", "hf-trainer-argparse"):
+        assert modes[name] == "continues"

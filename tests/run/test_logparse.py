@@ -33,6 +33,13 @@ CASES = {
          "{'train_runtime': 1.0, 'train_loss': 2.3}"],
         1, [(None, "2.3012"), (None, "nan")],
     ),
+    # transformers 5 prints the values as strings (captured from test_resume_hf's project).
+    "hf-trainer-5": (
+        ["{'loss': '1.768', 'grad_norm': '2.79', 'learning_rate': '1.667e-05', 'epoch': '1.8'}",
+         "{'loss': '1.463', 'grad_norm': '2.691', 'learning_rate': '1.25e-05', 'epoch': '2'}",
+         "{'train_runtime': '0.0838', 'train_loss': '2.039', 'epoch': '2.4'}"],
+        1, [(None, "1.768"), (None, "1.463")],
+    ),
     "lightning": (
         ["Epoch 0:  50%|#####     | 1/2 [00:00<00:00,  3.1it/s, v_num=0, train_loss=1.230]",
          "Epoch 0: 100%|##########| 2/2 [00:00<00:00,  3.3it/s, v_num=0, train_loss=1.110]",
@@ -99,3 +106,16 @@ def test_the_runs_own_weights_digest() -> None:
     lines = ["done step=3 weights_sha256=" + "b" * 64, "done step=4 weights_sha256=" + "c" * 64]
     assert find_digest(lines, digests) == "c" * 64
     assert find_digest(["weights_sha256=short"], digests) is None
+
+
+def test_a_max_steps_truncated_last_epoch_keeps_counting_from_the_full_epochs() -> None:
+    """5 batches an epoch, max_steps=7: Lightning's last bar reads 2/2, which is step 7."""
+    pattern = compile_patterns(DEFAULT_STEP_PATTERNS)[2]
+    bar = "Epoch {e}: 100%|##########| {s}/{t} [00:00<00:00,  3.3it/s, train_loss={v}]"
+    lines = [bar.format(e=0, s=s, t=5, v=s) for s in range(1, 6)]
+    lines += [bar.format(e=1, s=s, t=2, v=5 + s) for s in (1, 2)]
+    _, records = parse_steps(lines, [pattern])
+    assert [r.step for r in records] == [1, 2, 3, 4, 5, 6, 7]
+    # A relaunch that only printed the truncated epoch, read with the reference's epoch size.
+    _, relaunch = parse_steps(lines[-2:], [pattern], known_epoch_size=5)
+    assert [r.step for r in relaunch] == [6, 7]

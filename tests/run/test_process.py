@@ -75,7 +75,7 @@ def test_carriage_returns_split_progress_bars_into_lines(tmp_path: Path) -> None
 def test_a_missing_executable_is_a_gate_error_with_the_fix(tmp_path: Path) -> None:
     with pytest.raises(GateError, match="cannot start 'no-such-trainer'") as info:
         supervise(_launch(tmp_path, "no-such-trainer"))
-    assert "{root}" in info.value.hint
+    assert "copy of the project" in info.value.hint
 
 
 def test_env_block_shim_path_and_inherited_shim_settings(

@@ -53,3 +53,56 @@ def test_resume_bugs_are_caught_without_the_shim(cli, tmp_path, flag: str, code:
     assert doc["exit_code"] == 1
     assert [r["code"] for r in doc["results"] if r["severity"] != "note"] == [code]
     assert doc["resume"]["workdirs_kept"]
+
+
+def test_each_launch_says_when_it_starts_and_ends_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import sys
+
+    from tinykit import project_config
+
+    from rentcheck.run.resume import run_resume
+    from rentcheck.run.settings import resume_settings
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    root = fake_project(tmp_path / "p", resume_args=ARGS)
+    settings = resume_settings(
+        project_config(root), {"signals": ["SIGKILL"], "kill-during-save": False}
+    )
+    outcome = run_resume(settings, workdir_parent=str(tmp_path))
+    assert outcome.passed, outcome.verdict_lines()
+    lines = terminal.getvalue().splitlines()
+    assert "resume: kill1: started (SIGKILL between checkpoints)" in lines
+    assert any(line.startswith("resume: kill1: SIGKILL sent after ") for line in lines)
+    assert any(line.startswith("resume: kill2: exited with status 0") for line in lines)
+    assert any(line.startswith("resume: reference: exited with status 0") for line in lines)
+
+
+def test_an_allowed_resume_finding_is_a_note_and_the_gate_passes(cli, tmp_path) -> None:
+    extra = "  allow: [resume-step-reset]\n"
+    root = fake_project(tmp_path / "p", resume_args=f"{ARGS}, --never-load", extra=extra)
+    doc = _resume(cli, root, "--signals", "SIGKILL", "--no-kill-during-save")
+    assert doc["exit_code"] == 0
+    step_reset = [r for r in doc["results"] if r["code"] == "RC620"]
+    assert step_reset and step_reset[0]["severity"] == "note"
+    assert step_reset[0]["message"].endswith("[allowed]")
+
+
+def test_without_the_shim_or_checkpoint_dir_the_tree_is_watched(cli, tmp_path) -> None:
+    """A non-torch trainer saving into out/ckpts: no shim events, no `checkpoint-dir`; the
+    kills follow the numbered files that appear anywhere in the run's tree."""
+    args = f"{ARGS}, --ckpt-dir, out/ckpts"
+    doc = _resume(cli, fake_project(tmp_path / "p", resume_args=args), "--no-kill-during-save")
+    assert doc["exit_code"] == 0, doc["resume"]["scenarios"]
+    for scenario in doc["resume"]["scenarios"]:
+        assert scenario["ran"] and scenario["durable_checkpoint_step"] >= 4
+        assert scenario["relaunch_first_step"] == scenario["durable_checkpoint_step"] + 1
+    runs = {r["label"]: r for r in doc["resume"]["runs"]}
+    assert any(e.startswith("ckpt-") for e in runs["reference"]["checkpoint_dir"]["entries"])

@@ -131,9 +131,10 @@ def test_the_kill_during_save_scenario(settings) -> None:
         ["RuntimeError: PytorchStreamReader failed reading zip archive"], ckpts(4, 8), code=1
     )
     findings = judge(settings, REFERENCE, [chain(killed, crashed, plans=(SAVE,))]).findings
-    assert [f.code for f in findings] == ["RC626", "RC626"]
-    assert "final name 'ckpt-000008.pt'" in findings[0].message
-    assert "the relaunch failed" in findings[1].message
+    # One finding: the relaunch crashed on the half-written checkpoint.
+    assert [f.code for f in findings] == ["RC626"]
+    assert "in the middle of writing 'ckpt-000008.pt'" in findings[0].message
+    assert "PytorchStreamReader" in findings[0].message
     # Atomic: the cut file is a temp file; the relaunch falls back to step 4 and is exact.
     temp = ShimSummary(status="active", pause={"dest": f"{CKPT}/.ckpt-000008.pt.tmp-9"})
     killed = run(
@@ -157,9 +158,11 @@ def test_reference_problems_stop_the_judgement(settings) -> None:
     killed = run(log(range(1, 7), digest=""), ckpts(4), sent=signal.SIGKILL)
     any_chain = chain(killed, run(log(range(1, 13)), ckpts(4, 8, 12)))
     assert codes(settings, any_chain, reference=run(["Traceback ..."], code=1)) == ["RC631"]
-    assert codes(settings, any_chain, reference=run(log(range(1, 13)), ["config.json"])) == [
-        "RC629"
-    ]
+    no_ckpt = judge(settings, run(log(range(1, 13)), ["config.json"]), [any_chain]).findings
+    assert [f.code for f in no_ckpt] == ["RC629"]
+    # Where it looked, relative to the run's start, and the fix without the shim.
+    assert "no numbered checkpoint in checkpoints;" in no_ckpt[0].message
+    assert "set `checkpoint-dir`" in no_ckpt[0].message
     silent = run(["done"], ckpts(4, 8, 12))
     assert codes(settings, any_chain, reference=silent)[0] == "RC632"
 
@@ -177,3 +180,25 @@ def test_without_step_numbers_positions_are_inferred_from_the_losses(settings) -
     assert result.scenarios[0]["relaunch_first_step"] == 5 and result.scenarios[0]["steps_inferred"]
     reset = run(hf_log(range(1, 13)), ckpts(4, 8, 12))
     assert codes(hf, chain(killed, reset), reference=reference) == ["RC620"]
+
+
+def test_checkpoint_writes_follow_saves_and_publishes_and_drop_what_a_cut_broke() -> None:
+    d = "/run/out"
+    saves = (
+        {"e": "save", "step": 4, "dest": f"{d}/tmp-checkpoint-4/model.safetensors", "ok": True},
+        {"e": "save", "step": 8, "dest": f"{d}/checkpoint-8/model.safetensors", "ok": True},
+        {"e": "save", "step": 8, "dest": f"{d}/checkpoint-8/optimizer.pt", "ok": True},
+    )
+    publishes = ({"e": "publish", "step": 4, "src": f"{d}/tmp-checkpoint-4",
+                  "dest": f"{d}/checkpoint-4"},)  # fmt: skip
+    whole = ShimSummary(status="active", saves=saves, publishes=publishes)
+    # A directory renamed into place counts; files written inside a temp dir do not.
+    assert whole.checkpoint_writes() == [
+        (8, f"{d}/checkpoint-8/model.safetensors"),
+        (8, f"{d}/checkpoint-8/optimizer.pt"),
+        (4, f"{d}/checkpoint-4"),
+    ]
+    pause = {"e": "pause", "reason": "save", "step": 8, "dest": f"{d}/checkpoint-8/optimizer.pt"}
+    cut = ShimSummary(status="active", saves=saves, publishes=publishes, pause=pause)
+    # Cut while writing checkpoint-8's second file: none of checkpoint-8 is complete.
+    assert cut.checkpoint_writes() == [(4, f"{d}/checkpoint-4")]

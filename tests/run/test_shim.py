@@ -94,3 +94,50 @@ def test_a_launcher_that_replaces_pythonpath_gets_shim_unavailable(tmp_path: Pat
     summary = shimreport.summarize(result.events, injected=True)
     assert summary.status == "unavailable" and "replaces PYTHONPATH" in summary.reason
     assert shimreport.summarize(result.events, injected=False).status == "off"
+
+
+BUFFERED_SAVES = """
+import io, os, torch
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+os.makedirs("ckpt", exist_ok=True)
+for step in (1, 2, 3):
+    model(torch.ones(1, 2)).sum().backward()
+    opt.step()
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)  # Lightning's way: a buffer, then the file
+    with open("ckpt/tmp-last.pt", "wb") as f:
+        f.write(buffer.getvalue())
+    os.replace("ckpt/tmp-last.pt", "ckpt/last.pt")
+print("size", os.path.getsize("ckpt/last.pt"), len(buffer.getvalue()))
+"""
+
+
+def test_a_buffered_save_is_seen_cut_in_its_file_write_and_published(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    state = tmp_path / "state"
+    state.mkdir()
+    release = state / "save.release"
+    release.write_text("")  # released at once: the program goes on after the pause
+    launch = Launch(
+        argv=(sys.executable, "-c", BUFFERED_SAVES),
+        cwd=str(tmp_path),
+        env={},
+        timeout=120,
+        shim=True,
+        shim_settings={"RENTCHECK_SHIM_PAUSE": "save"},
+        state_dir=str(state),
+        name="save",
+    )
+    result = supervise(launch)
+    assert result.returncode == 0, result.lines
+    size, expected = result.lines[-1].split()[1:]
+    assert size == expected  # the held write was completed: the user's file is whole
+    summary = shimreport.summarize(result.events, injected=True)
+    assert [s["kind"] for s in summary.saves] == ["buffer"] * 3
+    assert summary.pause is not None and summary.pause["reason"] == "save"
+    assert summary.pause["step"] == 2 and summary.cut_file == str(tmp_path / "ckpt/tmp-last.pt")
+    # Each publish, the one after the released pause included (a kill there would have
+    # left step 1's last.pt as the newest complete checkpoint).
+    last = str(tmp_path / "ckpt/last.pt")
+    assert summary.checkpoint_writes() == [(1, last), (2, last), (3, last)]

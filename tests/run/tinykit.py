@@ -58,7 +58,7 @@ def fake_project(root: Path, smoke_args: str = "", resume_args: str = "", extra:
     shutil.copy(FAKE_TRAINER, root / "fake_train.py")
     (root / "rentcheck.yaml").write_text(
         "smoke:\n"
-        '  command: "{python} {root}/fake_train.py"\n'
+        '  command: "python fake_train.py"\n'
         f"  args: [{smoke_args}]\n"
         "  timeout: 60\n"
         "resume:\n"
@@ -66,3 +66,17 @@ def fake_project(root: Path, smoke_args: str = "", resume_args: str = "", extra:
         f"{extra}"
     )
     return root
+
+
+def framework_settings(
+    root: Path, files: dict[str, str], resume: str, overrides: dict[str, Any] | None = None
+) -> Any:
+    """Resume settings of a project made of fixture files (name in the project -> path under
+    tests/fixtures) and a ``resume:`` section (its indented lines)."""
+    from rentcheck.run.settings import resume_settings
+
+    root.mkdir(parents=True)
+    for name, source in files.items():
+        shutil.copy(FIXTURES / source, root / name)
+    (root / "rentcheck.yaml").write_text("resume:\n" + resume)
+    return resume_settings(project_config(root), overrides)

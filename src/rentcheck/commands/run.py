@@ -124,6 +124,7 @@ def _list_presets() -> int:
         sys.stdout.write(f"{preset.name}: {preset.description}\n")
         sys.stdout.write(f"  smoke args:  {' '.join(preset.smoke_args) or '(none)'}\n")
         sys.stdout.write(f"  resume args: {' '.join(preset.resume_args) or '(none)'}\n")
+        sys.stdout.write(f"  resume mode: {preset.resume_mode}\n")
         if preset.note:
             sys.stdout.write(f"  note: {preset.note}\n")
     return 0

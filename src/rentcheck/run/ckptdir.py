@@ -19,6 +19,7 @@ __all__ = [
     "durable_step",
     "entry_of",
     "is_temp_name",
+    "is_temp_path",
     "list_checkpoint_dir",
     "name_pattern",
     "step_of",
@@ -65,6 +66,12 @@ def list_checkpoint_dir(directory: str) -> Listing:
 
 def is_temp_name(name: str) -> bool:
     return bool(_TEMP.search(name))
+
+
+def is_temp_path(path: str) -> bool:
+    """A temp name, or a file inside a temp directory (``tmp-checkpoint-8/model.safetensors``)."""
+    parent, name = os.path.split(path.rstrip("/"))
+    return is_temp_name(name) or is_temp_name(os.path.basename(parent))
 
 
 def name_pattern(name: str) -> str:

@@ -2,8 +2,9 @@
 
 Step patterns are regexes with named groups: ``loss`` and/or ``step`` (global optimizer step),
 optionally ``epoch`` and ``total`` when the step counter restarts every epoch (Lightning's
-progress bar: global step = epoch * total + step). The first pattern that matches any line of a
-log is the one used for that log.
+progress bar: global step = epoch * batches per epoch + step, where batches per epoch is the
+largest total seen: a ``max_steps``-truncated last epoch shows a smaller one). The first
+pattern that matches any line of a log is the one used for that log.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ __all__ = [
     "StepRecord",
     "Traceback",
     "compile_patterns",
+    "epoch_size",
     "last_traceback",
     "nonfinite_loss_lines",
     "parse_steps",
@@ -70,31 +72,44 @@ class StepRecord:
     loss: str | None
 
 
-def _record(match: re.Match[str]) -> StepRecord:
+def _record(match: re.Match[str], epoch_size: int) -> StepRecord:
     groups = match.groupdict()
     step = int(groups["step"]) if groups.get("step") else None
     if step is not None and groups.get("epoch") and groups.get("total"):
-        step += int(groups["epoch"]) * int(groups["total"])
+        step += int(groups["epoch"]) * max(epoch_size, int(groups["total"]))
     return StepRecord(step=step, loss=groups.get("loss"))
 
 
+def epoch_size(lines: Sequence[str], pattern: re.Pattern[str]) -> int:
+    """The largest per-epoch total a progress-bar pattern finds (0 without a total group)."""
+    if "total" not in pattern.groupindex:
+        return 0
+    totals = [int(m["total"]) for m in map(pattern.search, map(strip_ansi, lines)) if m]
+    return max(totals, default=0)
+
+
 def parse_steps(
-    lines: Sequence[str], patterns: Sequence[re.Pattern[str]], only: int | None = None
+    lines: Sequence[str],
+    patterns: Sequence[re.Pattern[str]],
+    only: int | None = None,
+    known_epoch_size: int = 0,
 ) -> tuple[int | None, list[StepRecord]]:
     """(index of the pattern used, one record per step, in log order).
 
-    A step printed twice (a progress bar redrawn) keeps its last value.
+    A step printed twice (a progress bar redrawn) keeps its last value. ``known_epoch_size``
+    (from the uninterrupted run) covers a relaunch log that only shows a truncated epoch.
     """
     candidates = [only] if only is not None else range(len(patterns))
     for index in candidates:
         pattern = patterns[index]
+        size = max(known_epoch_size, epoch_size(lines, pattern))
         records: list[StepRecord] = []
         position: dict[int, int] = {}
         for line in lines:
             match = pattern.search(strip_ansi(line))
             if not match:
                 continue
-            record = _record(match)
+            record = _record(match, size)
             if record.step is not None and record.step in position:
                 records[position[record.step]] = record
                 continue

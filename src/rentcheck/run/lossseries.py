@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from rentcheck.run.logparse import parse_steps
+from rentcheck.run.logparse import epoch_size, parse_steps
 from rentcheck.run.runs import RunRecord
 from rentcheck.run.settings import ResumeSettings
 
@@ -62,7 +62,10 @@ class LossComparer:
         self.settings = settings
         self.pattern: int | None = None
         self.source: str | None = None
+        self.epoch_size = 0
         index, records = parse_steps(reference.result.lines, settings.step_patterns)
+        if index is not None:
+            self.epoch_size = epoch_size(reference.result.lines, settings.step_patterns[index])
         if index is not None and records[0].step is not None:
             self.source, self.pattern = "log", index
         elif reference.shim.active and reference.shim.steps > 0:
@@ -74,12 +77,17 @@ class LossComparer:
     def series(self, run: RunRecord) -> Series:
         if self.source == "shim":
             return Series(None, [",".join(repr(v) for v in step) for step in run.shim.losses])
-        _, records = parse_steps(run.result.lines, self.settings.step_patterns, only=self.pattern)
+        _, records = parse_steps(
+            run.result.lines, self.settings.step_patterns, self.pattern, self.epoch_size
+        )
         steps = None if not records or records[0].step is None else [r.step or 0 for r in records]
         return Series(steps, [r.loss or "" for r in records])
 
     def same(self, a: str, b: str) -> bool:
-        return same_value(a, b, self.settings.rtol, self.settings.atol)
+        settings = self.settings
+        if settings.mode == "continues":
+            return same_value(a, b, max(settings.rtol, settings.band), settings.atol)
+        return same_value(a, b, settings.rtol, settings.atol)
 
     def compare(self, run: RunRecord, expected_start: int) -> Comparison:
         series = self.series(run)
@@ -87,7 +95,12 @@ class LossComparer:
             return Comparison(None, None, 0, None, False)
         ref = self.reference
         inferred = series.steps is None or ref.steps is None
-        if inferred:
+        if inferred and self._ran_to_the_end(run):
+            # It trained to the same final step: it started that many steps before the end
+            # (a relaunch that ignored its checkpoint took all of them again).
+            start = len(ref.values) - len(series.values) + 1
+            steps = list(range(start, start + len(series.values)))
+        elif inferred:
             start = self._locate(series.values, expected_start)
             steps = list(range(start, start + len(series.values)))
         else:
@@ -105,6 +118,14 @@ class LossComparer:
                     mismatch, values = step, (ref_by_step[step], value)
         last = steps[len(series.values) - 1]
         return Comparison(steps[0], last, compared, mismatch, inferred, values)
+
+    def _ran_to_the_end(self, run: RunRecord) -> bool:
+        return (
+            self.source == "shim"
+            and self.settings.mode == "continues"
+            and not run.interrupted
+            and run.result.returncode == 0
+        )
 
     def _locate(self, values: list[str], expected: int) -> int:
         """Without step numbers: where the run's losses sit in the reference's (1-based)."""

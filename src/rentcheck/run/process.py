@@ -28,6 +28,7 @@ __all__ = [
     "ProcessResult",
     "ShimEvents",
     "cpu_env_block",
+    "keep_log",
     "redacted",
     "reproduce_line",
     "supervise",
@@ -72,9 +73,14 @@ class Launch:
     shim_settings: Mapping[str, str] = field(default_factory=dict)  # RENTCHECK_SHIM_* minus files
     state_dir: str = ""  # rentcheck's own files for this run (shim report, release flag)
     name: str = "run"
+    path_prefix: str = ""  # the project environment's bin dir, first on PATH (as `activate`)
+    # (scratch copy root, user's project root, user's dir): the reproduce line runs there.
+    origin: tuple[str, str, str] | None = None
 
     def full_env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(SHIM_PREFIX)}
+        if self.path_prefix:
+            env["PATH"] = self.path_prefix + os.pathsep + env.get("PATH", os.defpath)
         env.update(self.env)
         if self.shim:
             inherited = env.get("PYTHONPATH", "")
@@ -104,11 +110,17 @@ def redacted(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def reproduce_line(launch: Launch) -> str:
-    """A shell line that reruns the command like rentcheck did, in a fresh empty directory.
+    """A shell line that reruns the command like rentcheck did, from the user's own directory
+    (in the project, not in rentcheck's scratch copy of it).
 
     Secret-looking variables are passed as ``NAME="$NAME"``, never with their value.
     """
-    shown = dict(launch.env)
+    scratch, origin, cwd = launch.origin or ("", "", "")
+
+    def place(text: str) -> str:
+        return text.replace(scratch, origin) if scratch else text
+
+    shown = {k: place(v) for k, v in launch.env.items()}
     if launch.shim:
         shown["PYTHONPATH"] = launch.full_env()["PYTHONPATH"]
         shown.update(launch.shim_settings)
@@ -117,8 +129,11 @@ def reproduce_line(launch: Launch) -> str:
         return f'{key}="${key}"' if _SECRET_NAME.search(key) else f"{key}={shlex.quote(value)}"
 
     assignments = " ".join(assign(k, v) for k, v in sorted(shown.items()))
-    command = " ".join(shlex.quote(a) for a in launch.argv)
-    return f'cd "$(mktemp -d)" && env {assignments} {command}'
+    if launch.path_prefix:
+        assignments += f' PATH={shlex.quote(launch.path_prefix)}:"$PATH"'
+    command = " ".join(shlex.quote(place(a)) for a in launch.argv)
+    where = shlex.quote(cwd) if cwd else '"$(mktemp -d)"'
+    return f"cd {where} && env {assignments} {command}"
 
 
 class ShimEvents:
@@ -171,6 +186,16 @@ class ProcessResult:
             return f"signal {-self.returncode}"
 
 
+def keep_log(result: ProcessResult, path: str) -> None:
+    """The run's combined output, written next to the outputs that are kept for inspection."""
+    from rentcheck.atomic import write_atomic
+
+    text = "".join(line + "\n" for line in result.lines)
+    if result.dropped_lines:
+        text = f"[{result.dropped_lines} lines dropped from the middle]\n" + text
+    write_atomic(path, text.encode("utf-8", "replace"))
+
+
 def _pump(fd: int, lines: list[str], dropped: list[int]) -> None:
     pending = b""
     while True:
@@ -211,8 +236,8 @@ def _start(launch: Launch) -> subprocess.Popen[bytes]:
     except OSError as exc:
         raise GateError(
             f"cannot start {launch.argv[0]!r}: {exc.strerror or exc}",
-            hint="check `command` in [tool.rentcheck.smoke]/[tool.rentcheck.resume]; relative "
-            "paths are resolved in a fresh temp dir, so write {root}/train.py",
+            hint="check `command` in [tool.rentcheck.smoke]/[tool.rentcheck.resume] (it runs "
+            "in a copy of the project, from the directory you ran rentcheck in)",
         ) from exc
 
 

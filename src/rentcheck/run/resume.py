@@ -1,7 +1,7 @@
 """The resume gate: kill the identical command at an exact point, relaunch it, compare.
 
-Three things run, side by side as far as the CPUs allow, each in its own fresh working
-directory:
+Three things run, side by side as far as the CPUs allow, each in its own scratch copy of the
+project (``scratch.py``):
 
 * the reference: the command, uninterrupted, to its end;
 * the kill chain: killed (SIGKILL) half an interval after its first checkpoint, relaunched,
@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -29,16 +30,12 @@ from typing import Any
 from rentcheck.model import Finding, Severity
 from rentcheck.run import ckptdir, shimreport
 from rentcheck.run.logparse import strip_ansi
-from rentcheck.run.process import (
-    Launch,
-    ShimEvents,
-    cpu_env_block,
-    supervise,
-)
+from rentcheck.run.process import ProcessResult, ShimEvents, keep_log, supervise
 from rentcheck.run.resume_judge import judge
 from rentcheck.run.resume_outcome import ResumeOutcome
 from rentcheck.run.rules import SHIM_UNAVAILABLE
 from rentcheck.run.runs import Chain, Interrupt, RunRecord
+from rentcheck.run.scratch import Scratch, launch_in, new_scratch, remove_scratch
 from rentcheck.run.settings import ResumeSettings
 
 __all__ = ["ResumeOutcome", "run_reference", "run_resume"]
@@ -47,14 +44,20 @@ __all__ = ["ResumeOutcome", "run_reference", "run_resume"]
 class _KillTrigger:
     """Decides when to signal an interrupted run: at the shim's pause, else from log and dir."""
 
-    def __init__(self, plan: Interrupt, settings: ResumeSettings, ckpt_dir: str) -> None:
+    def __init__(
+        self, plan: Interrupt, settings: ResumeSettings, ckpt_dir: str, tree: bool = False
+    ) -> None:
         self.plan, self.settings, self.ckpt_dir = plan, settings, ckpt_dir
+        self.tree = tree  # no checkpoint-dir: watch the whole tree the run starts in
+        self.walked_at = 0.0
+        self.walked: dict[str, int] = {}
         self.shim_active = False
         self.seen = 0  # shim events already looked at
         self.lines_seen = 0
         self.steps = 0  # step lines seen in the log
         self.first_checkpoint_at: int | None = None
         self.sizes: dict[str, int] | None = None
+        self.baseline: dict[str, int] | None = None
 
     def __call__(self, events: ShimEvents, lines: Sequence[str]) -> int | None:
         for event in events.events[self.seen :]:
@@ -72,9 +75,12 @@ class _KillTrigger:
         self.lines_seen += len(new)
         patterns = self.settings.step_patterns
         self.steps += sum(1 for line in new if any(p.search(strip_ansi(line)) for p in patterns))
-        listing = _sizes(self.ckpt_dir)
+        listing = self._listing()
+        if self.baseline is None:
+            self.baseline = listing  # the project's own files (the run may start in its dir)
+        listing = {n: size for n, size in listing.items() if self.baseline.get(n) != size}
         if self.first_checkpoint_at is None:
-            if self.steps >= 1 and any(not ckptdir.is_temp_name(n) for n in listing):
+            if self.steps >= 1 and any(not ckptdir.is_temp_path(n) for n in listing):
                 self.first_checkpoint_at = self.steps
                 self.sizes = listing
             return None
@@ -88,9 +94,23 @@ class _KillTrigger:
             name
             for name, size in listing.items()
             if (name in previous and previous[name] != size)
-            or (name not in previous and ckptdir.is_temp_name(name))
+            or (name not in previous and ckptdir.is_temp_path(name))
         ]
         return self.plan.sig if growing else None
+
+    def _listing(self) -> dict[str, int]:
+        if not self.tree:
+            return _sizes(self.ckpt_dir)
+        now = time.monotonic()
+        if now - self.walked_at >= TREE_POLL_S:  # a walk per poll would compete with training
+            # Checkpoint-like files only (numbered, or temp names): logs grow at every step.
+            self.walked = {
+                path: size
+                for path, size in tree_sizes(self.ckpt_dir).items()
+                if ckptdir.is_temp_path(path) or numbered_dir([path]) is not None
+            }
+            self.walked_at = now
+        return self.walked
 
 
 def _sizes(directory: str) -> dict[str, int]:
@@ -101,52 +121,140 @@ def _sizes(directory: str) -> dict[str, int]:
         return {}
 
 
-def _launch(
-    settings: ResumeSettings, workdir: str, state_dir: str, label: str, plan: Interrupt | None
-) -> Launch:
-    shim_settings = {"RENTCHECK_SHIM_LOSSES": "1", "RENTCHECK_SHIM_DIGEST": "1"}
-    if plan is not None:
-        shim_settings["RENTCHECK_SHIM_PAUSE"] = plan.kind
-    return Launch(
-        argv=settings.argv,
-        cwd=workdir,
-        env={**cpu_env_block(settings.offline, workdir), **settings.env},
-        timeout=settings.timeout,
-        shim=settings.shim != "off",
-        shim_settings=shim_settings,
-        state_dir=state_dir,
-        name=label,
-    )
+TREE_DEPTH = 3
+TREE_POLL_S = 0.1
+
+
+def tree_sizes(top: str, depth: int = TREE_DEPTH) -> dict[str, int]:
+    """Relative path ('/'-separated) -> size of the files up to ``depth`` levels below."""
+    found: dict[str, int] = {}
+    for current, dirnames, filenames in os.walk(top):
+        rel = os.path.relpath(current, top)
+        level = 0 if rel == os.curdir else rel.count(os.sep) + 1
+        if level + 1 >= depth:
+            dirnames[:] = []
+        prefix = "" if rel == os.curdir else rel.replace(os.sep, "/") + "/"
+        for name in filenames:
+            try:
+                found[prefix + name] = os.lstat(os.path.join(current, name)).st_size
+            except OSError:
+                continue
+    return found
+
+
+def _initial(settings: ResumeSettings, scratch: Scratch) -> dict[str, int]:
+    """The copy's tree before any launch (only needed to find an unconfigured checkpoint dir)."""
+    return {} if settings.checkpoint_dir else tree_sizes(scratch.cwd)
+
+
+def numbered_dir(new_files: Sequence[str]) -> str | None:
+    """Where a run without the shim put its checkpoints: the directory holding the most
+    numbered entries among the files it created (``checkpoints/ckpt-8.pt``, ``out/checkpoint-8/
+    model.safetensors``), relative to where it started; None when it created none."""
+    entries: dict[str, set[str]] = {}
+    for path in new_files:
+        parts = path.split("/")
+        for index, part in enumerate(parts):
+            if ckptdir.step_of(part) is not None and not ckptdir.is_temp_name(part):
+                entries.setdefault("/".join(parts[:index]) or ".", set()).add(part)
+                break
+    return max(entries, key=lambda d: len(entries[d])) if entries else None
 
 
 def _run_one(
-    settings: ResumeSettings, workdir: str, state_dir: str, label: str, plan: Interrupt | None
+    settings: ResumeSettings,
+    scratch: Scratch,
+    state_dir: str,
+    label: str,
+    plan: Interrupt | None,
+    *,
+    initial: dict[str, int],
 ) -> RunRecord:
-    launch = _launch(settings, workdir, state_dir, label, plan)
-    ckpt_dir = os.path.join(workdir, settings.checkpoint_dir)
-    trigger = _KillTrigger(plan, settings, ckpt_dir) if plan is not None else None
+    """One launch in ``scratch``; ``initial`` is its tree before the first launch there."""
+    shim_settings = {"RENTCHECK_SHIM_LOSSES": "1", "RENTCHECK_SHIM_DIGEST": "1"}
+    if plan is not None:
+        shim_settings["RENTCHECK_SHIM_PAUSE"] = plan.kind
+    launch = launch_in(
+        settings, scratch, name=label, state_dir=state_dir, shim_settings=shim_settings
+    )
+    what = plan.describe() if plan else "to the end"
+    progress(f"resume: {label}: started ({what})")
+    configured = settings.checkpoint_dir
+    # Polled without the shim: `checkpoint-dir`, else the tree the run starts in. Judged: that
+    # dir, else where the shim saw checkpoints written, else where numbered files appeared.
+    watched = os.path.join(scratch.cwd, configured) if configured else scratch.cwd
+    trigger = _KillTrigger(plan, settings, watched, tree=not configured) if plan else None
     result = supervise(launch, trigger)
+    shim = shimreport.summarize(result.events, injected=launch.shim)
+    progress(f"resume: {label}: {_ending(result, shim)} after {result.duration:.1f} s")
+    if configured:
+        ckpt_dir = watched
+    else:
+        after = tree_sizes(scratch.cwd)
+        found = numbered_dir([p for p, size in after.items() if initial.get(p) != size])
+        default = os.path.normpath(os.path.join(scratch.cwd, found or DEFAULT_CHECKPOINT_DIR))
+        ckpt_dir = _written_dir(shim, scratch.cwd, default)
     return RunRecord(
         label=label,
         result=result,
-        shim=shimreport.summarize(result.events, injected=launch.shim),
+        shim=shim,
         listing=ckptdir.list_checkpoint_dir(ckpt_dir),
         ckpt_dir=ckpt_dir,
         interrupt=plan,
     )
 
 
+DEFAULT_CHECKPOINT_DIR = "checkpoints"
+
+
+def progress(text: str) -> None:
+    """One line per launch as it starts and ends, on a terminal only (stdout is the report)."""
+    if sys.stderr.isatty():
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+
+def _ending(result: ProcessResult, shim: shimreport.ShimSummary) -> str:
+    steps = f"{shim.steps} optimizer steps" if shim.active else "its log"
+    if result.sent_signal is not None:
+        return f"{signal.Signals(result.sent_signal).name} sent after {steps}, relaunching..."
+    if result.timed_out:
+        return "timed out"
+    return f"exited with status {result.returncode} after {steps}"
+
+
+def _allowed(finding: Finding) -> Finding:
+    from rentcheck.record import replace
+
+    return replace(finding, severity=Severity.NOTE, message=f"{finding.message} [allowed]")
+
+
+def _written_dir(shim: shimreport.ShimSummary, cwd: str, default: str) -> str:
+    """Without ``checkpoint-dir``: the directory the run's checkpoints went to (the common
+    parent of its checkpoint writes; above ``checkpoint-N/`` directories), else ``default``."""
+    parents = {os.path.dirname(path) for _, path in shim.checkpoint_writes()}
+    if not parents:
+        return default
+    common = os.path.commonpath(sorted(parents))
+    if len(parents) == 1 and ckptdir.step_of(os.path.basename(common)) is not None:
+        common = os.path.dirname(common)  # everything went into one `checkpoint-8/`
+    inside = os.path.realpath(common).startswith(os.path.realpath(cwd) + os.sep)
+    return common if inside else cwd
+
+
 def run_reference(
     settings: ResumeSettings, *, workdir_parent: str | None = None, state_dir: str | None = None
 ) -> RunRecord:
     """The uninterrupted run (its working dir is removed; the record keeps what is needed)."""
-    workdir = tempfile.mkdtemp(prefix="rentcheck-resume-reference-", dir=workdir_parent)
+    scratch = new_scratch(settings, "resume-reference", workdir_parent)
     own_state = state_dir is None
     state = state_dir or tempfile.mkdtemp(prefix="rentcheck-state-")
     try:
-        return _run_one(settings, workdir, state, "reference", None)
+        return _run_one(
+            settings, scratch, state, "reference", None, initial=_initial(settings, scratch)
+        )
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_scratch(scratch)
         if own_state:
             shutil.rmtree(state, ignore_errors=True)
 
@@ -158,17 +266,21 @@ def _run_chain(
     parent: str | None,
     state_dir: str,
 ) -> Chain:
-    workdir = tempfile.mkdtemp(prefix=f"rentcheck-resume-{name}-", dir=parent)
-    chain = Chain(name=name, interrupts=plans, runs=[], workdir=workdir)
+    scratch = new_scratch(settings, f"resume-{name}", parent)
+    chain = Chain(name=name, interrupts=plans, runs=[], workdir=os.path.dirname(scratch.root))
+    initial = _initial(settings, scratch)
     try:
         for index, plan in enumerate(plans):
-            record = _run_one(settings, workdir, state_dir, f"{name}{index + 1}", plan)
+            record = _run_one(
+                settings, scratch, state_dir, f"{name}{index + 1}", plan, initial=initial
+            )
             chain.runs.append(record)
             if not record.interrupted:
                 return chain  # it ended on its own: nothing to relaunch
-        chain.runs.append(_run_one(settings, workdir, state_dir, f"{name}{len(plans) + 1}", None))
+        label = f"{name}{len(plans) + 1}"
+        chain.runs.append(_run_one(settings, scratch, state_dir, label, None, initial=initial))
     except BaseException:  # e.g. the command cannot start: no verdict, no directory to keep
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_scratch(scratch)
         raise
     return chain
 
@@ -246,7 +358,8 @@ def run_resume(
     ref = results[len(plans)] if reference is None else reference
     duration = time.monotonic() - started
     judgement = judge(settings, ref, chains)
-    outcome = ResumeOutcome(settings, ref, chains, judgement, duration, list(judgement.findings))
+    findings = [_allowed(f) if f.code in settings.allow else f for f in judgement.findings]
+    outcome = ResumeOutcome(settings, ref, chains, judgement, duration, findings)
     if settings.shim != "off" and not ref.shim.active:
         severity = Severity.WARNING if settings.shim == "on" else Severity.NOTE
         message = f"step shim {ref.shim.status}: {ref.shim.reason}"
@@ -255,6 +368,9 @@ def run_resume(
     for chain in chains:
         if keep:
             outcome.workdirs.append(chain.workdir)
+            # Every run's log beside the outputs it left; the reference's in each folder.
+            for run in [ref, *chain.runs]:
+                keep_log(run.result, os.path.join(chain.workdir, f"{run.label}.log"))
         else:
             shutil.rmtree(chain.workdir, ignore_errors=True)
     return outcome

@@ -8,6 +8,7 @@ scheduler); at the end, equal final step and weights, and no temp files left beh
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,9 +44,14 @@ def judge(settings: ResumeSettings, reference: RunRecord, chains: Sequence[Chain
         add(_finding(rules.REFERENCE_FAILED, text, log_tail=reference.result.lines[-40:]))
         return out
     patterns = ckptdir.checkpoint_patterns(reference.listing)
-    if not patterns:
-        where = settings.checkpoint_dir + ("" if reference.listing.exists else " (does not exist)")
-        text = f"the uninterrupted run left no numbered checkpoint in {where}"
+    if not patterns and not reference.shim.checkpoint_writes():
+        where = os.path.relpath(reference.ckpt_dir, reference.result.launch.cwd)
+        where += "" if reference.listing.exists else " (does not exist)"
+        if reference.shim.active:
+            seen, hint = "the shim saw no checkpoint write and ", ""
+        else:
+            seen, hint = "", "; without the step shim, set `checkpoint-dir` to where it saves"
+        text = f"{seen}the uninterrupted run left no numbered checkpoint in {where}{hint}"
         add(_finding(rules.NO_CHECKPOINT, text, entries=list(reference.listing.entries)))
         return out
     compare = LossComparer(settings, reference)
@@ -103,31 +109,70 @@ def _judge_chain(ctx: _Context, chain: Chain) -> None:
         else:
             text = (
                 "the run ended before it could be killed between two checkpoints (none seen in "
-                f"{settings.checkpoint_dir} in time)"
+                f"{settings.checkpoint_dir or 'the run'} in time)"
             )
             add(_finding(rules.NO_CHECKPOINT, text, title))
         out.scenarios.append({"scenario": title, "ran": False})
         return
+    offset = 0  # global steps before the killed run's first: the shim counts from 0 per process
     for index in range(len(chain.runs) - 1):
         killed, relaunch = chain.runs[index], chain.runs[index + 1]
-        _judge_link(ctx, chain.interrupts[index], killed, relaunch, reliable)
+        # Causes go to the first divergence only: a later relaunch inherits an earlier one's.
+        earlier = {plan.describe() for plan in chain.interrupts[:index]}
+        inherited = any(
+            f.code in _DIVERGED for f in out.findings if f.details.get("scenario") in earlier
+        )
+        plan = chain.interrupts[index]
+        first_step = _judge_link(
+            ctx,
+            plan,
+            killed=killed,
+            relaunch=relaunch,
+            reliable=reliable and not inherited,
+            offset=offset,
+        )
+        if first_step is None:
+            break  # the relaunch failed or logged nothing: later links have no footing
+        offset = first_step - 1
     final = chain.runs[-1]
     if not final.interrupted and not final.failed_on_its_own:
         _judge_final(ctx, chain, final)
 
 
+_DIVERGED = frozenset({rules.RNG_OR_DATA.code, rules.OPTIMIZER.code, rules.STEP_RESET.code})
+
+
+def _durable(killed: RunRecord, patterns: frozenset[str], offset: int) -> tuple[int, bool]:
+    """(newest checkpoint step complete under its final name at the kill, whether the cut
+    file carried a final name). The shim's writes decide when it saw any, else the listing."""
+    cut_file = killed.shim.cut_file
+    writes = killed.shim.checkpoint_writes()
+    if writes or killed.shim.saves or killed.shim.publishes:
+        durable = offset + max(step for step, _ in writes) if writes else 0
+        return durable, cut_file is not None and not ckptdir.is_temp_path(cut_file)
+    cut_entry = ckptdir.entry_of(cut_file, killed.ckpt_dir)
+    durable = ckptdir.durable_step(killed.listing, patterns, exclude=cut_entry)
+    final = cut_entry is not None and ckptdir.name_pattern(cut_entry) in patterns
+    return durable, final
+
+
 def _judge_link(
-    ctx: _Context, plan: Interrupt, killed: RunRecord, relaunch: RunRecord, reliable: bool
-) -> None:
+    ctx: _Context,
+    plan: Interrupt,
+    *,
+    killed: RunRecord,
+    relaunch: RunRecord,
+    reliable: bool,
+    offset: int,
+) -> int | None:
+    """Judge one kill and its relaunch; returns the relaunch's first step (None: unknown)."""
     compare, patterns, out = ctx.compare, ctx.patterns, ctx.out
     title = plan.describe()
     add = out.findings.append
-    pause = killed.shim.pause if plan.kind == "save" else None
-    cut_file = str(pause.get("dest")) if pause and pause.get("dest") else None
-    cut_entry = ckptdir.entry_of(cut_file, killed.ckpt_dir)
-    durable = ckptdir.durable_step(killed.listing, patterns, exclude=cut_entry)
+    cut_file = killed.shim.cut_file if plan.kind == "save" else None
+    durable, cut_under_final_name = _durable(killed, patterns, offset)
     killed_series = compare.series(killed)
-    at_step = killed_series.steps[-1] if killed_series.steps else killed.shim.steps
+    at_step = killed_series.steps[-1] if killed_series.steps else offset + killed.shim.steps
     scenario: dict[str, Any] = {
         "scenario": title,
         "ran": True,
@@ -136,20 +181,23 @@ def _judge_link(
         "cut_file": cut_file,
     }
     out.scenarios.append(scenario)
-    if cut_entry is not None and ckptdir.name_pattern(cut_entry) in patterns:
-        text = (
-            f"the checkpoint was being written under its final name {cut_entry!r}; a kill "
-            "leaves a truncated checkpoint there"
-        )
-        add(_finding(rules.NON_ATOMIC, text, title, file=cut_file))
+    cut_name = os.path.basename(cut_file or "")
     if relaunch.failed_on_its_own:
         scenario["relaunch_failed"] = True
-        rule = rules.NON_ATOMIC if plan.kind == "save" else rules.RELAUNCH_FAILED
-        text = f"the relaunch failed: {relaunch.failure_text()}"
-        add(_finding(rule, text, title, log_tail=relaunch.result.lines[-40:]))
-        return
+        crashed_on_cut = plan.kind == "save" and cut_under_final_name
+        rule = rules.NON_ATOMIC if crashed_on_cut else rules.RELAUNCH_FAILED
+        where = f" after a kill in the middle of writing {cut_name!r}" if crashed_on_cut else ""
+        text = f"the relaunch failed{where}: {relaunch.failure_text()}"
+        add(_finding(rule, text, title, file=cut_file, log_tail=relaunch.result.lines[-40:]))
+        return None
+    if cut_under_final_name:
+        text = (
+            f"the checkpoint was visible under its final name {cut_name!r} before it was "
+            "complete; the relaunch coped with the truncated file"
+        )
+        add(_finding(rules.PARTIAL_TOLERATED, text, title, file=cut_file))
     if compare.source is None:
-        return
+        return None
     result = compare.compare(relaunch, durable + 1)
     scenario.update(
         relaunch_first_step=result.first_step,
@@ -183,6 +231,7 @@ def _judge_link(
             "restored"
         )
         add(_finding(rule, text, title, step=result.first_mismatch, expected=expected, got=got))
+    return result.first_step
 
 
 def _judge_final(ctx: _Context, chain: Chain, final: RunRecord) -> None:
@@ -202,17 +251,15 @@ def _judge_final(ctx: _Context, chain: Chain, final: RunRecord) -> None:
             find_digest(final.result.lines, settings.digest_patterns),
         ),
     ]
+    if settings.mode == "continues":
+        pairs = []  # another batch order after a mid-epoch resume: other weights, by design
     compared = [(kind, a == b) for kind, a, b in pairs if a and b]
     problems += [f"its final weights differ ({kind} digest)" for kind, same in compared if not same]
     scenario["final_weights_compared"] = bool(compared)
     scenario["final_weights_equal"] = all(same for _, same in compared) if compared else None
     titles = {plan.describe() for plan in chain.interrupts}
     explained = {f.code for f in out.findings if f.details.get("scenario") in titles}
-    if problems and not explained & {
-        rules.RNG_OR_DATA.code,
-        rules.OPTIMIZER.code,
-        rules.STEP_RESET.code,
-    }:
+    if problems and not explained & _DIVERGED:
         out.findings.append(_finding(rules.FINAL_DIFFERS, "; ".join(problems), title))
     temps = ckptdir.temp_files(final.listing)
     if temps:

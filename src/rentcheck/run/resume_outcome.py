@@ -44,13 +44,14 @@ class ResumeOutcome:
             f"resume: {'PASSED' if self.passed else 'FAILED'}: {len(self.judgement.scenarios)} "
             f"kill scenario(s) in {self.duration:.1f} s ({self.ratio:.1f}x one uninterrupted run)",
             f"  command: {' '.join(self.settings.argv)}",
+            f"  python: {self.settings.interpreter.path} ({self.settings.interpreter.source})",
             f"  reference: exit {ref.result.returncode} in {ref.result.duration:.1f} s; "
             f"losses from the {self.judgement.source or 'nowhere'}; shim {ref.shim.status}",
         ]
         lines += [f"  {_describe(s)}" for s in self.judgement.scenarios]
         if not self.passed:
             lines.append(f"  reproduce: {reproduce_line(ref.result.launch)}")
-            lines += [f"  outputs kept in {w}" for w in self.workdirs]
+            lines += [f"  outputs and run logs kept in {w}" for w in self.workdirs]
         return lines
 
     def to_dict(self) -> dict[str, Any]:

@@ -47,7 +47,7 @@ SMOKE_CLASSES: dict[str, Rule] = {
         'config.json without "keep_last"; argparse: unrecognized arguments',
         "a config validated at start-up, and the same config committed with the code",
         "Add the missing key or fix the argument; check the smoke `args` and `command` too "
-        "(relative paths resolve in a fresh temp dir: write {root}/...).",
+        "(they run in a copy of the project: name untracked data dirs in `link`).",
     ),
     "data": _smoke(
         "RC603",
@@ -253,14 +253,29 @@ LEFTOVER_TEMP = _resume(
 NON_ATOMIC = _resume(
     "RC626",
     "resume-non-atomic-checkpoint",
-    "A kill during a save breaks or endangers resume",
+    "The relaunch crashed on a checkpoint cut mid-save",
     "A checkpoint written straight onto its final name is truncated by a kill mid-save; the "
-    "relaunch then crashes on it, or has to guess. Temp file + fsync + rename leaves either "
-    "the old or the new checkpoint, never half of one.",
+    "relaunch then loads the truncated file and crashes, and the run stays down while the box "
+    "bills. Temp file + fsync + rename leaves either the old or the new checkpoint, never "
+    "half of one.",
     "torch.save(state, 'ckpt-000008.pt')",
     "torch.save(state, tmp); fsync; os.replace(tmp, final); fsync(dir)",
     "Write to a temp name in the same directory, fsync, os.replace onto the final name, "
     "fsync the directory; on load, fall back to the previous checkpoint if the newest fails.",
+)
+PARTIAL_TOLERATED = _resume(
+    "RC633",
+    "resume-partial-checkpoint-tolerated",
+    "A checkpoint was visible under its final name before it was complete",
+    "A kill during the save left a truncated file under a checkpoint's final name; this "
+    "relaunch coped (it skipped it or fell back), but any other reader (a pull, an eval job, a "
+    "loader without that fallback) takes it for a checkpoint. Often the framework decides how "
+    "it writes, so this is a note.",
+    "torch.save(state, 'checkpoint-8/optimizer.pt')  # loader skips incomplete dirs",
+    "write checkpoint-8 as tmp-checkpoint-8, then os.replace it onto checkpoint-8",
+    "Write under a temp name and rename when complete, or keep the loader's fallback and "
+    "make sure nothing else reads the newest checkpoint before it is complete.",
+    severity=_N,
 )
 RELAUNCH_FAILED = _resume(
     "RC627",
@@ -333,6 +348,7 @@ RESUME_RULES: tuple[Rule, ...] = (
     FINAL_DIFFERS,
     LEFTOVER_TEMP,
     NON_ATOMIC,
+    PARTIAL_TOLERATED,
     RELAUNCH_FAILED,
     NOT_DETERMINISTIC,
     NO_CHECKPOINT,

@@ -1,13 +1,16 @@
 """``[tool.rentcheck.smoke]`` / ``[tool.rentcheck.resume]`` -> validated run settings.
 
-``command`` is a string (split like a shell would) or a list; ``args`` are appended after the
-preset's args. In ``command``, ``args`` and ``env`` values, ``{root}`` is the project root (the
-config file's directory), ``{python}`` the interpreter running rentcheck, ``{steps}`` the step
-count and, for resume, ``{checkpoint_every}`` a third of it. The run's working directory is a
-fresh temp dir, so paths into the project must start with ``{root}``.
+``command`` is a string (split like a shell would) or a list, run as typed: in a scratch copy
+of the project (see ``scratch.py``), starting at the same place relative to the project root
+(the config file's directory) as the person running rentcheck. A command that starts with
+``python``/``python3`` runs the project's interpreter (see ``interpreter.py``; ``python`` in
+the config names another one). ``args`` are appended after the preset's args. In ``command``,
+``args`` and ``env`` values, ``{python}`` is that interpreter, ``{root}`` the run's project root
+(the scratch copy), ``{steps}`` the step count and, for resume, ``{checkpoint_every}`` a third
+of it. ``link`` names untracked paths (data dirs) that the copy links to instead of copying.
 
-``resume`` falls back to ``smoke``'s ``command``, ``env``, ``offline``, ``shim``, ``timeout``
-and ``preset``.
+``resume`` falls back to ``smoke``'s ``command``, ``env``, ``offline``, ``shim``, ``timeout``,
+``preset``, ``python`` and ``link``.
 """
 
 from __future__ import annotations
@@ -16,12 +19,12 @@ import os
 import re
 import shlex
 import signal
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rentcheck.config import Config, check_section_keys, section_error
+from rentcheck.run.interpreter import BARE_NAMES, Interpreter, find_interpreter
 from rentcheck.run.logparse import DEFAULT_DIGEST_PATTERNS, DEFAULT_STEP_PATTERNS, compile_patterns
 from rentcheck.run.presets import PRESETS
 from rentcheck.run.rules import SMOKE_CLASSES
@@ -36,26 +39,38 @@ __all__ = [
     "smoke_settings",
 ]
 
-_COMMON = ("command", "args", "env", "steps", "timeout", "offline", "shim", "preset", "step-regex")
+_COMMON = ("command", "args", "env", "steps", "timeout", "offline", "shim", "preset", "step-regex",
+           "python", "link")  # fmt: skip
 SMOKE_KEYS = (*_COMMON, "allow")
-RESUME_KEYS = (*_COMMON, "checkpoint-dir", "signals", "kill-during-save", "rtol", "atol",
-               "digest-regex")  # fmt: skip
-_INHERITED = ("command", "env", "offline", "shim", "timeout", "preset")
+RESUME_KEYS = (*_COMMON, "allow", "checkpoint-dir", "signals", "kill-during-save", "rtol", "atol",
+               "mode", "band", "digest-regex")  # fmt: skip
+_INHERITED = ("command", "env", "offline", "shim", "timeout", "preset", "python", "link")
 SHIM_MODES = ("auto", "on", "off")
+RESUME_MODES = ("exact", "continues")
 
 
 @dataclass(frozen=True)
 class RunSettings:
-    argv: tuple[str, ...]
+    argv: tuple[str, ...]  # {root} still in it: each run has its own scratch copy
     env: Mapping[str, str]  # the project's own env table, on top of rentcheck's block
     steps: int
     timeout: float
     offline: bool
     shim: str  # auto | on | off
-    root: str  # project root: placeholders and the sandbox check use it
+    root: str  # the user's project root: copied for each run, watched by the sandbox check
     excludes: tuple[str, ...]
     step_patterns: tuple[re.Pattern[str], ...]
     preset: str | None
+    interpreter: Interpreter
+    links: tuple[str, ...]  # relative to root: linked into the copy, not copied
+    cwd: str  # where the user ran rentcheck; the run starts at the same relative place
+
+    def argv_in(self, root: str) -> tuple[str, ...]:
+        """The command line of a run whose project root (scratch copy) is ``root``."""
+        return tuple(a.replace("{root}", root) for a in self.argv)
+
+    def env_in(self, root: str) -> dict[str, str]:
+        return {k: v.replace("{root}", root) for k, v in self.env.items()}
 
 
 @dataclass(frozen=True)
@@ -65,11 +80,17 @@ class SmokeSettings(RunSettings):
 
 @dataclass(frozen=True)
 class ResumeSettings(RunSettings):
-    checkpoint_dir: str = "checkpoints"  # relative to the run's working directory
+    # Relative to where the run starts; None: found from the shim's checkpoint writes.
+    checkpoint_dir: str | None = None
     signals: tuple[int, ...] = (signal.SIGKILL, signal.SIGTERM)
     kill_during_save: bool = True
     rtol: float = 0.0
     atol: float = 0.0
+    # exact: every step's loss equals the uninterrupted run's (deterministic loops);
+    # continues: resumed at the checkpoint + 1 and each loss within `band` (relative) of it.
+    mode: str = "exact"
+    band: float = 0.5
+    allow: frozenset[str] = frozenset()  # resume codes reported as notes
     digest_patterns: tuple[re.Pattern[str], ...] = ()
 
 
@@ -147,14 +168,22 @@ def _common(reader: _Reader, section: str, default_steps: int) -> dict[str, Any]
         raise reader.error(
             "command",
             "is not set",
-            f'set [tool.rentcheck.{section}] command = "{{python}} {{root}}/train.py" '
+            f'set [tool.rentcheck.{section}] command = "python train.py" '
             f"(or `{section}:` in rentcheck.yaml), or pass one after `--`",
         )
     steps = int(reader.number("steps", default_steps, 1, integer=True))
     root = reader.config.root
+    configured = reader.table.get("python")
+    if configured is not None and not isinstance(configured, str):
+        raise reader.error("python", "must be a path or a command name")
+    interpreter = find_interpreter(root, configured)
+    if isinstance(interpreter, str):
+        raise reader.error("python", interpreter, "name the project's interpreter, e.g. "
+                           "python = \".venv/bin/python\", or leave it out")  # fmt: skip
+    if command[0] in BARE_NAMES:
+        command = (interpreter.path, *command[1:])
     values = {
-        "{root}": root,
-        "{python}": sys.executable,
+        "{python}": interpreter.path,
         "{steps}": str(steps),
         "{checkpoint_every}": str(max(1, steps // 3)),
     }
@@ -180,7 +209,24 @@ def _common(reader: _Reader, section: str, default_steps: int) -> dict[str, Any]
         "excludes": reader.config.excludes,
         "step_patterns": reader.patterns("step-regex", DEFAULT_STEP_PATTERNS, "step"),
         "preset": preset.name if preset else None,
+        "interpreter": interpreter,
+        "links": _links(reader, root),
+        "cwd": os.getcwd(),
     }
+
+
+def _links(reader: _Reader, root: str) -> tuple[str, ...]:
+    links = []
+    for entry in reader.strings("link"):
+        rel = os.path.normpath(entry)
+        if os.path.isabs(entry) or rel.split(os.sep)[0] == os.pardir or rel == os.curdir:
+            raise reader.error(
+                "link", f"{entry!r} must be a path inside the project", 'e.g. link = ["data"]'
+            )
+        if not os.path.exists(os.path.join(root, rel)):
+            raise reader.error("link", f"{entry!r} does not exist in {root}")
+        links.append(rel)
+    return tuple(links)
 
 
 def smoke_settings(config: Config, overrides: Mapping[str, Any] | None = None) -> SmokeSettings:
@@ -200,6 +246,22 @@ def smoke_settings(config: Config, overrides: Mapping[str, Any] | None = None) -
     return SmokeSettings(**_common(reader, "smoke", 2), allow=frozenset(allowed))
 
 
+def _resume_allow(reader: _Reader) -> frozenset[str]:
+    """Resume codes (RC626) or names (resume-non-atomic-checkpoint) that only make a note."""
+    from rentcheck.run.rules import RESUME_RULES
+
+    by_key = {k: r.code for r in RESUME_RULES for k in (r.code, r.name)}
+    allowed = set()
+    for entry in reader.strings("allow"):
+        code = by_key.get(entry.upper()) or by_key.get(entry)
+        if code is None:
+            raise reader.error(
+                "allow", f"unknown resume rule {entry!r}", "use a code RC620-RC633 or its name"
+            )
+        allowed.add(code)
+    return frozenset(allowed)
+
+
 def _signal(reader: _Reader, name: str) -> int:
     upper = name.upper()
     full = upper if upper.startswith("SIG") else "SIG" + upper
@@ -217,10 +279,10 @@ def resume_settings(config: Config, overrides: Mapping[str, Any] | None = None) 
     reader = _Reader(config, "resume", table)
     common = _common(reader, "resume", 12)
     preset = PRESETS.get(str(common["preset"])) if common["preset"] else None
-    ckpt_dir = str(
-        reader.table.get("checkpoint-dir") or (preset and preset.checkpoint_dir) or "checkpoints"
-    )
-    if os.path.isabs(ckpt_dir) or ".." in ckpt_dir.replace("\\", "/").split("/"):
+    ckpt_dir = reader.table.get("checkpoint-dir") or (preset and preset.checkpoint_dir) or None
+    if ckpt_dir is not None and not isinstance(ckpt_dir, str):
+        raise reader.error("checkpoint-dir", "must be a path relative to where the run starts")
+    if ckpt_dir and (os.path.isabs(ckpt_dir) or ".." in ckpt_dir.replace("\\", "/").split("/")):
         raise reader.error(
             "checkpoint-dir",
             f"{ckpt_dir!r} must be relative to the run's working directory",
@@ -241,5 +303,8 @@ def resume_settings(config: Config, overrides: Mapping[str, Any] | None = None) 
         kill_during_save=kill_during_save,
         rtol=reader.number("rtol", 0.0, 0.0),
         atol=reader.number("atol", 0.0, 0.0),
+        allow=_resume_allow(reader),
+        mode=reader.choice("mode", preset.resume_mode if preset else "exact", RESUME_MODES),
+        band=reader.number("band", 0.5, 0.0),
         digest_patterns=reader.patterns("digest-regex", DEFAULT_DIGEST_PATTERNS, "digest"),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ class ShimSummary:
     stopped_after: int | None = None  # the shim ended the run after this many steps
     nonfinite: Mapping[str, Any] | None = None
     saves: tuple[Mapping[str, Any], ...] = ()
+    publishes: tuple[Mapping[str, Any], ...] = ()  # renames after a save: checkpoints published
     pause: Mapping[str, Any] | None = None
     digest: str | None = None
     errors: tuple[str, ...] = ()
@@ -46,6 +48,42 @@ class ShimSummary:
         return _REASONS[self.status]
 
     @property
+    def cut_file(self) -> str | None:
+        """The file the run was held (and killed) in the middle of writing, if it was."""
+        pause = self.pause
+        if pause and pause.get("dest"):  # a pause between steps names no file
+            return str(pause["dest"])
+        return None
+
+    def checkpoint_writes(self) -> list[tuple[int, str]]:
+        """(step, path) of each write that left a complete file or directory under a final
+        name: a save straight onto it or a rename onto it; steps count this process's steps."""
+        from rentcheck.run.ckptdir import is_temp_path
+
+        writes = [
+            (int(e.get("step", 0)), str(e["dest"]), int(e.get("_i", 0)))
+            for e in sorted((*self.saves, *self.publishes), key=lambda e: int(e.get("_i", 0)))
+            if e.get("dest") and e.get("ok", True) and not is_temp_path(str(e["dest"]))
+        ]
+        cut = self.cut_file
+        if cut is None:
+            return [(step, path) for step, path, _ in writes]
+        pause = self.pause or {}
+        # Without positions (a summary built by hand) the pause is taken as the last event.
+        cut_step, cut_at = int(pause.get("step", -1)), int(pause.get("_i", 1 << 62))
+        # Up to the pause, the cut file is not complete; nor is anything else written beside
+        # it for that step (one checkpoint directory), and an older copy under the same name
+        # was overwritten. What a released run wrote after the pause is whole.
+        return [
+            (step, path)
+            for step, path, at in writes
+            if at > cut_at
+            or not (
+                path == cut or (step == cut_step and os.path.dirname(path) == os.path.dirname(cut))
+            )
+        ]
+
+    @property
     def failed_saves(self) -> list[Mapping[str, Any]]:
         return [s for s in self.saves if not s.get("ok")]
 
@@ -56,11 +94,15 @@ class ShimSummary:
             "torch_version": self.torch_version,
             "optimizer_steps": self.steps,
             "stopped_after": self.stopped_after,
-            "nonfinite": dict(self.nonfinite) if self.nonfinite else None,
-            "failed_saves": [dict(s) for s in self.failed_saves],
+            "nonfinite": _public(self.nonfinite) if self.nonfinite else None,
+            "failed_saves": [_public(s) for s in self.failed_saves],
             "weights_sha256": self.digest,
             "errors": list(self.errors),
         }
+
+
+def _public(event: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in event.items() if k != "_i"}
 
 
 def _main_pid(events: Sequence[Mapping[str, Any]]) -> int | None:
@@ -84,7 +126,8 @@ def summarize(events: Sequence[Mapping[str, Any]], injected: bool) -> ShimSummar
     torch_event = next((e for e in events if e.get("e") == "torch"), None)
     if pid is None or torch_event is None:
         return ShimSummary(status=NO_TORCH)
-    mine = [e for e in events if e.get("pid") == pid]
+    # Positions in the report keep the order of saves, publishes and the pause.
+    mine = [{**e, "_i": i} for i, e in enumerate(events) if e.get("pid") == pid]
     step_events = [e for e in mine if e.get("e") == "step"]
 
     def first(kind: str) -> Mapping[str, Any] | None:
@@ -100,6 +143,7 @@ def summarize(events: Sequence[Mapping[str, Any]], injected: bool) -> ShimSummar
         stopped_after=int(stop["steps"]) if stop else None,
         nonfinite=first("nonfinite"),
         saves=tuple(e for e in mine if e.get("e") == "save"),
+        publishes=tuple(e for e in mine if e.get("e") == "publish"),
         pause=first("pause"),
         digest=str(exit_event["digest"]) if exit_event and exit_event.get("digest") else None,
         errors=tuple(str(e.get("error")) for e in events if e.get("e") == "shim-error"),

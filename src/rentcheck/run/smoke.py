@@ -1,6 +1,7 @@
 """The smoke gate: run the real entrypoint on CPU for a few optimizer steps, classify failures.
 
-One supervised run in a fresh temp working directory, with the CPU/tracker env block and (shim
+One supervised run in a scratch copy of the project (``scratch.py``), with the CPU/tracker
+env block and (shim
 ``auto``/``on``) the step shim that stops it cleanly after ``steps`` optimizer steps.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,16 +18,10 @@ from rentcheck.model import Finding, Severity
 from rentcheck.run import shimreport
 from rentcheck.run.classify import Failure, classify_failure
 from rentcheck.run.logparse import Traceback, last_traceback, parse_steps
-from rentcheck.run.process import (
-    Launch,
-    ProcessResult,
-    cpu_env_block,
-    redacted,
-    reproduce_line,
-    supervise,
-)
+from rentcheck.run.process import ProcessResult, keep_log, redacted, reproduce_line, supervise
 from rentcheck.run.rules import SHIM_UNAVAILABLE, SMOKE_CLASSES
 from rentcheck.run.sandbox import changed_paths, snapshot_tree
+from rentcheck.run.scratch import launch_in, new_scratch, remove_scratch
 from rentcheck.run.settings import SmokeSettings
 
 __all__ = ["SmokeOutcome", "run_smoke"]
@@ -92,6 +88,7 @@ class SmokeOutcome:
         lines = [
             f"smoke: {head}: the run {self.ended_by} after {steps} in {self.result.duration:.1f} s",
             f"  command: {' '.join(self.settings.argv)}",
+            f"  python: {self.settings.interpreter.path} ({self.settings.interpreter.source})",
             f"  shim: {self.shim.status} ({self.shim.reason})",
         ]
         if self.failure is not None:
@@ -100,7 +97,7 @@ class SmokeOutcome:
         if not self.passed:
             lines.append(f"  reproduce: {self.reproduce()}")
             if self.workdir:
-                lines.append(f"  outputs kept in {self.workdir}")
+                lines.append(f"  outputs and smoke.log kept in {self.workdir}")
             lines.append(f"  last {LOG_TAIL} log lines:")
             lines += [f"    | {line}" for line in self.result.lines[-LOG_TAIL:]]
         return lines
@@ -125,15 +122,17 @@ class SmokeOutcome:
         }
 
 
-def _location(tb: Traceback | None, root: str) -> tuple[str | None, int | None]:
-    """The innermost traceback frame inside the project, as (relative path, line)."""
+def _location(tb: Traceback | None, roots: Sequence[str]) -> tuple[str | None, int | None]:
+    """The innermost traceback frame inside the project (the run's copy of it, or the
+    original), as (path relative to the project, line)."""
     if tb is None:
         return None, None
-    root = os.path.realpath(root)
+    real_roots = [os.path.realpath(root) for root in roots]
     for path, line, _ in reversed(tb.frames):
-        full = os.path.realpath(path)
-        if full.startswith(root + os.sep):
-            return os.path.relpath(full, root).replace(os.sep, "/"), line
+        full = os.path.realpath(os.path.abspath(path))
+        for root in real_roots:
+            if full.startswith(root + os.sep):
+                return os.path.relpath(full, root).replace(os.sep, "/"), line
     return None, None
 
 
@@ -149,7 +148,9 @@ def _findings(outcome: SmokeOutcome) -> list[Finding]:
     if failure is not None:
         rule = SMOKE_CLASSES[failure.kind]
         waived = failure.kind in settings.allow
-        path, line = _location(last_traceback(outcome.result.lines), settings.root)
+        origin = outcome.result.launch.origin
+        roots = [origin[0], settings.root] if origin else [settings.root]
+        path, line = _location(last_traceback(outcome.result.lines), roots)
         detail = f" ({failure.detail})" if failure.detail else ""
         message = f"{LABELS[failure.kind]}: {failure.evidence}{detail}"
         if waived:
@@ -176,27 +177,25 @@ def run_smoke(
     settings: SmokeSettings, *, workdir_parent: str | None = None, keep_workdir: bool | None = None
 ) -> SmokeOutcome:
     """Run the smoke once. ``keep_workdir`` None keeps the working dir only when it failed."""
-    workdir = tempfile.mkdtemp(prefix="rentcheck-smoke-", dir=workdir_parent)
+    scratch = new_scratch(settings, "smoke", workdir_parent)
+    workdir = os.path.dirname(scratch.root)
     state_dir = tempfile.mkdtemp(prefix="rentcheck-state-")
     try:
-        launch = Launch(
-            argv=settings.argv,
-            cwd=workdir,
-            env={**cpu_env_block(settings.offline, workdir), **settings.env},
-            timeout=settings.timeout,
-            shim=settings.shim != "off",
+        launch = launch_in(
+            settings,
+            scratch,
+            name="smoke",
+            state_dir=state_dir,
             shim_settings={
                 "RENTCHECK_SHIM_STOP_AFTER": str(settings.steps),
                 "RENTCHECK_SHIM_FINITE": "1",
             },
-            state_dir=state_dir,
-            name="smoke",
         )
         before = snapshot_tree(settings.root, settings.excludes, skip=[workdir, state_dir])
         result = supervise(launch)
         after = snapshot_tree(settings.root, settings.excludes, skip=[workdir, state_dir])
     except BaseException:
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_scratch(scratch)
         raise
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
@@ -212,6 +211,7 @@ def run_smoke(
     keep = not outcome.passed if keep_workdir is None else keep_workdir
     if keep:
         outcome.workdir = workdir
+        keep_log(result, os.path.join(workdir, "smoke.log"))
     else:
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_scratch(scratch)
     return outcome

@@ -8,7 +8,9 @@ Python 3.8 syntax, and it never raises into the user's program. What it does:
   runs exactly as without rentcheck;
 * waits for ``import torch`` (a ``sys.meta_path`` finder; a process that never imports torch pays
   one JSON line), then registers torch's *global* optimizer step hooks, which fire for every
-  ``torch.optim.Optimizer`` without touching user objects, and wraps ``torch.save``;
+  ``torch.optim.Optimizer`` without touching user objects, and wraps ``torch.save`` (paths,
+  files and buffers), safetensors' ``save_file`` and ``os.rename``/``os.replace`` (a rename
+  after a save publishes a checkpoint: ``last.pt.tmp -> last.pt``, ``tmp-checkpoint-8/``);
 * counts optimizer steps, records each step's loss (the scalar passed to ``backward``), checks
   that parameters stay finite, stops cleanly after N steps, or pauses at a step or in the middle
   of a checkpoint write so that the supervisor can kill the run at an exact point;
@@ -35,6 +37,9 @@ class _ShimState:
         self.steps = 0  # optimizer steps taken in this process
         self.losses: list[float] = []  # scalars passed to backward() since the last step
         self.first_save_step: int | None = None  # steps done at the first checkpoint write
+        self.saved_at: int | None = None  # step of the newest save: renames after it publish
+        self.pause_next_open = False  # a buffered save is due to be cut in its file write
+        self.real_open: Any = None
         self.pause_at: int | None = None  # pause before the step after this one
         self.paused = False
         self.params: list[list[Any]] = []  # per optimizer, for the exit digest
@@ -104,17 +109,25 @@ def _report_chain_error() -> None:
     traceback.print_exc()
 
 
-class _TorchFinder:
-    """Waits for ``import torch`` and installs the hooks once torch has fully initialised."""
+class _ImportHook:
+    """Waits for ``import torch`` (and ``safetensors.torch``) and wraps them once loaded."""
+
+    def __init__(self) -> None:
+        self.pending = {"torch": _install, "safetensors.torch": _wrap_safetensors}
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "torch":
+        install = self.pending.pop(fullname, None)
+        if install is None:
             return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
         import importlib.util
 
-        spec = importlib.util.find_spec(fullname)
+        if self in sys.meta_path:  # the real finders answer; this one must not recurse
+            sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            if self.pending:
+                sys.meta_path.insert(0, self)
         loader = getattr(spec, "loader", None)
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
@@ -123,7 +136,7 @@ class _TorchFinder:
         def exec_module(module: Any) -> None:
             original(module)
             try:
-                _install(module)
+                install(module)
             except Exception as exc:  # noqa: BLE001 - a shim bug must not break training
                 _emit("shim-error", error=f"{type(exc).__name__}: {exc}")
 
@@ -140,6 +153,7 @@ def _install(torch: Any) -> None:
     register_optimizer_step_pre_hook(_before_step)
     register_optimizer_step_post_hook(_after_step)
     _wrap_save(torch)
+    _wrap_renames()
     if _setting("LOSSES") == "1":
         _wrap_backward(torch)
     if _setting("DIGEST") == "1" or _setting("REPORT"):
@@ -231,14 +245,27 @@ class _PausingWriter:
         self._dest = dest
 
     def write(self, data: Any) -> Any:
-        written = self._target.write(data)
-        if not _State.paused:
-            self._target.flush()
-            _pause("save", dest=self._dest, bytes=len(data))
-        return written
+        if _State.paused:
+            return self._target.write(data)
+        # Half of the first chunk on disk, then hold: one big write (a buffered save) is cut
+        # in the middle like a chunked one.
+        view = memoryview(data).cast("B")
+        half = len(view) // 2
+        self._target.write(view[:half])
+        self._target.flush()
+        _pause("save", dest=self._dest, bytes=half)
+        self._target.write(view[half:])
+        return len(view)
 
     def flush(self) -> Any:
         return self._target.flush()
+
+    # Looked up on the type, not through __getattr__: `with open(...) as f` needs them here.
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._target.__exit__(*exc)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._target, name)
@@ -262,17 +289,95 @@ def _wrap_save(torch: Any) -> None:
     def save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
         dest, real_file = _destination(f)
         step = _State.steps
-        if real_file and step >= 1 and _should_pause_in_save(step):
+        cut = step >= 1 and _should_pause_in_save(step)
+        if cut and not real_file:
+            # Lightning and others save into a buffer and write its bytes to the file after:
+            # the cut happens in that write.
+            _arm_open()
+        elif cut:
             if isinstance(f, (str, bytes, os.PathLike)):
                 # torch would write a path from C++; a file object lets the shim see the bytes.
                 with open(f, "wb") as handle:
                     writer = _PausingWriter(handle, dest)
-                    return _recorded(lambda: original(obj, writer, *args, **kwargs), dest, step)
+                    return _recorded(
+                        lambda: original(obj, writer, *args, **kwargs), dest, step, "torch"
+                    )
             f = _PausingWriter(f, dest)
-        return _recorded(lambda: original(obj, f, *args, **kwargs), dest, step)
+        kind = "torch" if real_file else "buffer"
+        return _recorded(lambda: original(obj, f, *args, **kwargs), dest, step, kind)
 
     torch.save = save
     torch.serialization.save = save
+
+
+def _wrap_safetensors(module: Any) -> None:
+    original = module.save_file
+
+    def save_file(tensors: Any, filename: Any, metadata: Any = None, *rest: Any, **kw: Any) -> Any:
+        dest = os.path.abspath(os.fsdecode(filename))
+        step = _State.steps
+        if step >= 1 and _should_pause_in_save(step) and not rest and not kw:
+            # The Rust writer cannot be held halfway; the same bytes through a Python file can.
+            data = module.save(tensors, metadata=metadata)
+
+            def write() -> None:
+                with open(filename, "wb") as handle:
+                    _PausingWriter(handle, dest).write(data)
+
+            return _recorded(write, dest, step, "safetensors")
+
+        def call() -> Any:
+            return original(tensors, filename, metadata, *rest, **kw)
+
+        return _recorded(call, dest, step, "safetensors")
+
+    module.save_file = save_file
+
+
+def _arm_open() -> None:
+    """The next file opened for binary writing (in this step) is cut halfway by the shim."""
+    import builtins
+    import io
+
+    if _State.real_open is None:
+        _State.real_open = builtins.open
+    real_open = _State.real_open
+    armed_at = _State.steps
+
+    def open_(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = real_open(file, mode, *args, **kwargs)
+        if _State.steps != armed_at:
+            builtins.open = io.open = real_open
+        elif "b" in mode and ("w" in mode or "x" in mode) and not _State.paused:
+            builtins.open = io.open = real_open
+            dest = os.path.abspath(os.fsdecode(file)) if not isinstance(file, int) else None
+            return _PausingWriter(handle, dest)
+        return handle
+
+    builtins.open = io.open = open_
+
+
+def _wrap_renames() -> None:
+    """A rename after a save publishes a checkpoint (temp file or directory -> final name)."""
+    for name in ("rename", "replace"):
+        original = getattr(os, name)
+
+        def renamed(src: Any, dst: Any, *args: Any, _original: Any = original, **kw: Any) -> Any:
+            result = _original(src, dst, *args, **kw)
+            if _State.saved_at is not None and _State.saved_at == _State.steps:
+                try:  # noqa: SIM105 - contextlib would be one more import in every user process
+                    _emit(
+                        "publish",
+                        step=_State.steps,
+                        src=os.path.abspath(os.fsdecode(src)),
+                        dest=os.path.abspath(os.fsdecode(dst)),
+                        dir=os.path.isdir(dst),
+                    )
+                except Exception:  # noqa: BLE001, S110 - evidence only; no contextlib
+                    pass
+            return result
+
+        setattr(os, name, renamed)
 
 
 def _should_pause_in_save(step: int) -> bool:
@@ -286,13 +391,15 @@ def _should_pause_in_save(step: int) -> bool:
     return _setting("PAUSE") == "save" and step > _State.first_save_step and not _State.paused
 
 
-def _recorded(call: Any, dest: str | None, step: int) -> Any:
+def _recorded(call: Any, dest: str | None, step: int, kind: str) -> Any:
     try:
         result = call()
     except BaseException as exc:
-        _emit("save", step=step, dest=dest, ok=False, error=f"{type(exc).__name__}: {exc}")
+        error = f"{type(exc).__name__}: {exc}"
+        _emit("save", step=step, dest=dest, kind=kind, ok=False, error=error)
         raise
-    _emit("save", step=step, dest=dest, ok=True)
+    _State.saved_at = step
+    _emit("save", step=step, dest=dest, kind=kind, ok=True)
     return result
 
 
@@ -323,10 +430,12 @@ def _main() -> None:
     if not any(key.startswith(_PREFIX) for key in _ENV):
         return
     _emit("start", argv=list(sys.argv), ppid=os.getppid(), chained=chained)
-    if "torch" in sys.modules:  # imported by the chained sitecustomize
-        _install(sys.modules["torch"])
-    else:
-        sys.meta_path.insert(0, _TorchFinder())
+    hook = _ImportHook()
+    for name in list(hook.pending):
+        if name in sys.modules:  # imported by the chained sitecustomize
+            hook.pending.pop(name)(sys.modules[name])
+    if hook.pending:
+        sys.meta_path.insert(0, hook)
 
 
 _main()
