@@ -19,7 +19,6 @@ __all__ = [
     "Rule",
     "RuleStatus",
     "Severity",
-    "described_rule",
 ]
 
 
@@ -97,25 +96,6 @@ class Rule:
             details={} if details is None else details,
             fix=fix,
         )
-
-
-def described_rule(  # noqa: PLR0917 - rule tables read best as positional rows
-    code: str,
-    name: str,
-    summary: str,
-    why: str,
-    example_bad: str,
-    example_good: str,
-    fix: str,
-    severity: Severity = Severity.ERROR,
-    *,
-    family: str,
-    applicability: Applicability = Applicability.NONE,
-) -> Rule:
-    """A rule from one positional row of a gate's table (gates' fixes need a person)."""
-    return Rule(
-        code, name, family, summary, why, example_bad, example_good, fix, applicability, severity
-    )
 
 
 @record
