@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -18,7 +19,9 @@ TINYTRAIN = Path(__file__).resolve().parents[2] / "examples" / "tinytrain"
 
 
 @pytest.fixture
-def tinytrain(tmp_path: Path) -> Path:
+def tinytrain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # `python train.py` runs in the project's environment: this suite's, as if activated.
+    monkeypatch.setenv("VIRTUAL_ENV", sys.prefix)
     project = tmp_path / "tinytrain"
     shutil.copytree(TINYTRAIN, project, ignore=shutil.ignore_patterns(".rentcheck", "__pycache__"))
     return project
