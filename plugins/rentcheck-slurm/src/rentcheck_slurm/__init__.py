@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rentcheck import file_rule
-
 from rentcheck_slurm import rules
 
 __all__ = ["CHECKS"]

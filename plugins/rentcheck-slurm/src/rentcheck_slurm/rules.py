@@ -7,13 +7,14 @@ import shlex
 from collections.abc import Callable, Iterator
 
 from rentcheck import Applicability, Finding, Rule, Severity, SourceFile
-
 from rentcheck_slurm.script import BatchScript, parse_script, parse_signal, parse_time, signal_name
 
 FAMILY = "slurm"
 # Partition or QOS names that, by common convention, mark preemptible capacity. A cluster's
 # own names vary: `#SBATCH --requeue` (or `--no-requeue`, an explicit choice) silences SLR002.
-PREEMPTIBLE_RE = re.compile(r"preempt|spot|scaveng|standby|low|backfill|requeue|free|opportun", re.I)
+PREEMPTIBLE_RE = re.compile(
+    r"preempt|spot|scaveng|standby|low|backfill|requeue|free|opportun", re.I
+)
 NODE_LOCAL_RE = re.compile(r"^[\"']?(\$\{?(TMPDIR|SLURM_TMPDIR)\b|/tmp(/|$)|/dev/shm(/|$))")
 CKPT_NAME_RE = re.compile(r"(ckpt|checkpoint|save|output)[-_]?(dir|path|root)", re.I)
 INTERVAL_RE = re.compile(
@@ -25,17 +26,33 @@ _UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "seconds": 1, "m": 60, "min": 60, 
 _UNIT_SECONDS |= {"minutes": 60, "h": 3600, "hour": 3600, "hours": 3600}
 
 
-def _rule(code: str, name: str, summary: str, why: str, bad: str, good: str, fix: str,
-          severity: Severity = Severity.WARNING) -> Rule:  # fmt: skip
+def _rule(  # noqa: PLR0917 - the rule tables read best as positional rows
+    code: str,
+    name: str,
+    summary: str,
+    why: str,
+    bad: str,
+    good: str,
+    fix: str,
+    severity: Severity = Severity.WARNING,
+) -> Rule:
     return Rule(
-        code=code, name=name, family=FAMILY, summary=summary, why=why, example_bad=bad,
-        example_good=good, fix=fix, fix_applicability=Applicability.NONE,
+        code=code,
+        name=name,
+        family=FAMILY,
+        summary=summary,
+        why=why,
+        example_bad=bad,
+        example_good=good,
+        fix=fix,
+        fix_applicability=Applicability.NONE,
         default_severity=severity,
-    )  # fmt: skip
+    )
 
 
 NO_SIGNAL = _rule(
-    "SLR001", "no-warning-signal",
+    "SLR001",
+    "no-warning-signal",
     "The job asks for no signal before its time limit (no `#SBATCH --signal=...@SECONDS`).",
     "By default Slurm sends no signal before a job's end time: at the time limit the job's "
     "processes get SIGTERM and, KillWait seconds later (a cluster setting, often 30), SIGKILL. "
@@ -48,7 +65,8 @@ NO_SIGNAL = _rule(
     "Add `#SBATCH --signal=B:USR1@LEAD` with LEAD longer than a checkpoint takes, and trap it.",
 )
 NO_REQUEUE = _rule(
-    "SLR002", "no-requeue-on-preemptible",
+    "SLR002",
+    "no-requeue-on-preemptible",
     "The job runs on a preemptible partition or QOS but does not ask for `--requeue`.",
     "`--requeue` makes a batch job eligible to be requeued after a node failure or when a "
     "higher-priority job preempts it; without it the cluster's JobRequeue setting decides, and "
@@ -60,19 +78,20 @@ NO_REQUEUE = _rule(
     "job must not run twice.",
 )
 UNTRAPPED = _rule(
-    "SLR003", "warning-signal-not-trapped",
+    "SLR003",
+    "warning-signal-not-trapped",
     "`--signal=B:SIG@...` signals the batch shell, but the script sets no `trap` for SIG.",
     "With the B: prefix Slurm signals only the batch shell. A bash shell with no trap for "
     "SIGUSR1 or SIGUSR2 dies of it (their default action is to terminate the process), "
     "so the warning kills the job early instead of making it save a checkpoint.",
     "#SBATCH --signal=B:USR1@90\npython train.py",
-    "#SBATCH --signal=B:USR1@90\ntrap 'kill -USR1 $PID' USR1\npython train.py & PID=$!\n"
-    "wait $PID",
+    "#SBATCH --signal=B:USR1@90\ntrap 'kill -USR1 $PID' USR1\npython train.py & PID=$!\nwait $PID",
     "Add `trap 'kill -USR1 $PID' USR1` (forwarding to the trainer, which saves on it).",
     Severity.ERROR,
 )
 MISSES_SHELL = _rule(
-    "SLR004", "trap-never-signalled",
+    "SLR004",
+    "trap-never-signalled",
     "The script traps the `--signal` signal, but without the B: prefix Slurm never sends it to "
     "the batch shell.",
     "sbatch's `--signal` without `B:` signals every job step but not the batch shell itself, so "
@@ -84,7 +103,8 @@ MISSES_SHELL = _rule(
     Severity.ERROR,
 )
 FOREGROUND = _rule(
-    "SLR005", "trap-behind-foreground-command",
+    "SLR005",
+    "trap-behind-foreground-command",
     "The script traps the warning signal but never uses `wait`, so the trainer runs in the "
     "foreground and the trap waits for it.",
     "When bash receives a trapped signal while a foreground command runs, the trap runs only "
@@ -97,7 +117,8 @@ FOREGROUND = _rule(
     Severity.ERROR,
 )
 SHORT_TIME = _rule(
-    "SLR006", "time-limit-below-checkpoint-interval",
+    "SLR006",
+    "time-limit-below-checkpoint-interval",
     "`--time` is no longer than the checkpoint interval the script passes to the trainer.",
     "A job that reaches its time limit before its first checkpoint saves nothing: every run, and "
     "every requeue (which starts the script from the beginning), starts from step zero again "
@@ -108,7 +129,8 @@ SHORT_TIME = _rule(
     Severity.ERROR,
 )
 NODE_LOCAL = _rule(
-    "SLR007", "checkpoint-on-node-local-tmp",
+    "SLR007",
+    "checkpoint-on-node-local-tmp",
     "Checkpoints are written under `$TMPDIR`, `$SLURM_TMPDIR`, `/tmp` or `/dev/shm`.",
     "On most clusters these are node-local and per job: Slurm's job_container/tmpfs plugin, "
     "for one, gives each job a private /tmp and /dev/shm that are removed when the job ends, and "
@@ -121,7 +143,8 @@ NODE_LOCAL = _rule(
     Severity.ERROR,
 )
 LATE_DIRECTIVE = _rule(
-    "SLR008", "directive-after-command",
+    "SLR008",
+    "directive-after-command",
     "An `#SBATCH` line comes after the first command of the script, where sbatch ignores it.",
     "sbatch reads `#SBATCH` options only before the first executable line of the script and stops "
     "processing them at the first non-comment, non-blank line, so a `--time`, `--signal` or "
@@ -133,9 +156,15 @@ LATE_DIRECTIVE = _rule(
 )
 
 RULES = (
-    NO_SIGNAL, NO_REQUEUE, UNTRAPPED, MISSES_SHELL, FOREGROUND, SHORT_TIME, NODE_LOCAL,
+    NO_SIGNAL,
+    NO_REQUEUE,
+    UNTRAPPED,
+    MISSES_SHELL,
+    FOREGROUND,
+    SHORT_TIME,
+    NODE_LOCAL,
     LATE_DIRECTIVE,
-)  # fmt: skip
+)
 
 
 def _finding(rule: Rule, source: SourceFile, line: int, message: str) -> Finding:
@@ -177,28 +206,42 @@ def signal_findings(source: SourceFile) -> Iterator[Finding]:
         return  # no #SBATCH line in the header: not a batch script
     directive = script.option("--signal")
     if directive is None:
-        yield _finding(NO_SIGNAL, source, _first_line(script),
-                       "no `#SBATCH --signal=B:USR1@90`: the job gets no warning before its "
-                       "time limit")  # fmt: skip
+        yield _finding(
+            NO_SIGNAL,
+            source,
+            _first_line(script),
+            "no `#SBATCH --signal=B:USR1@90`: the job gets no warning before its time limit",
+        )
         return
     spec = parse_signal(directive.value or "")
     if spec is None:
         return
     traps = _traps(script)
     if spec.batch_shell and spec.name not in traps:
-        yield _finding(UNTRAPPED, source, directive.line,
-                       f"--signal=B:{spec.name} reaches the batch shell, which has no "
-                       f"`trap ... {spec.name}`")  # fmt: skip
+        yield _finding(
+            UNTRAPPED,
+            source,
+            directive.line,
+            f"--signal=B:{spec.name} reaches the batch shell, which has no `trap ... {spec.name}`",
+        )
     if not spec.batch_shell and spec.name in traps:
-        yield _finding(MISSES_SHELL, source, traps[spec.name],
-                       f"this trap never runs: `--signal={directive.value}` signals job steps, "
-                       f"not the batch shell (write `--signal=B:{directive.value}`)")  # fmt: skip
+        yield _finding(
+            MISSES_SHELL,
+            source,
+            traps[spec.name],
+            f"this trap never runs: `--signal={directive.value}` signals job steps, "
+            f"not the batch shell (write `--signal=B:{directive.value}`)",
+        )
     if spec.batch_shell and spec.name in traps:
         body = "\n".join(text for _, text in script.body())
         if not any(_WAIT_RE.search(line) for line in body.splitlines()):
-            yield _finding(FOREGROUND, source, traps[spec.name],
-                           f"the {spec.name} trap waits for the foreground command: start the "
-                           "trainer with `&` and `wait` for it")  # fmt: skip
+            yield _finding(
+                FOREGROUND,
+                source,
+                traps[spec.name],
+                f"the {spec.name} trap waits for the foreground command: start the "
+                "trainer with `&` and `wait` for it",
+            )
 
 
 def _only(rule: Rule) -> Callable[[SourceFile], Iterator[Finding]]:
@@ -221,9 +264,13 @@ def check_requeue(source: SourceFile) -> Iterator[Finding]:
     for name in ("--partition", "--qos"):
         directive = script.option(name)
         if directive and directive.value and PREEMPTIBLE_RE.search(directive.value):
-            yield _finding(NO_REQUEUE, source, directive.line,
-                           f"{name}={directive.value} looks preemptible but the job does not "
-                           "ask for `--requeue`")  # fmt: skip
+            yield _finding(
+                NO_REQUEUE,
+                source,
+                directive.line,
+                f"{name}={directive.value} looks preemptible but the job does not "
+                "ask for `--requeue`",
+            )
             return
 
 
@@ -247,9 +294,13 @@ def check_time(source: SourceFile) -> Iterator[Finding]:
     for line, text in script.body():
         interval = _interval_seconds(text)
         if interval is not None and interval >= limit:
-            yield _finding(SHORT_TIME, source, line,
-                           f"checkpoints every {interval}s but --time={directive.value} is "
-                           f"{limit}s: the job ends before its first checkpoint")  # fmt: skip
+            yield _finding(
+                SHORT_TIME,
+                source,
+                line,
+                f"checkpoints every {interval}s but --time={directive.value} is "
+                f"{limit}s: the job ends before its first checkpoint",
+            )
             return
 
 
@@ -264,14 +315,22 @@ def check_node_local(source: SourceFile) -> Iterator[Finding]:
             elif not eq:
                 continue
             if CKPT_NAME_RE.search(name) and NODE_LOCAL_RE.match(value):
-                yield _finding(NODE_LOCAL, source, line,
-                               f"{name.lstrip('-')} is {value}: node-local storage that does not "
-                               "survive the job")  # fmt: skip
+                yield _finding(
+                    NODE_LOCAL,
+                    source,
+                    line,
+                    f"{name.lstrip('-')} is {value}: node-local storage that does not "
+                    "survive the job",
+                )
                 break
 
 
 def check_late_directives(source: SourceFile) -> Iterator[Finding]:
     script = parse_script(source.text)
     for line in script.late_directives:
-        yield _finding(LATE_DIRECTIVE, source, line,
-                       "sbatch ignores this #SBATCH line: it comes after the first command")  # fmt: skip
+        yield _finding(
+            LATE_DIRECTIVE,
+            source,
+            line,
+            "sbatch ignores this #SBATCH line: it comes after the first command",
+        )

@@ -99,9 +99,7 @@ def parse_time(value: str) -> int | None:
         return None
     days, first, second, third = match.groups()
     if days is not None:  # days-hours[:minutes[:seconds]]
-        return (
-            int(days) * 86400 + int(first) * 3600 + int(second or 0) * 60 + int(third or 0)
-        )
+        return int(days) * 86400 + int(first) * 3600 + int(second or 0) * 60 + int(third or 0)
     if third is not None:  # hours:minutes:seconds
         return int(first) * 3600 + int(second) * 60 + int(third)
     if second is not None:  # minutes:seconds
