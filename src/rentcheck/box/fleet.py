@@ -89,9 +89,15 @@ def select_hosts(hosts: Sequence[Host], wanted: Iterable[str]) -> list[Host]:
 
 
 def host_settings(
-    config: Config, host: Host, overrides: Mapping[str, Any] | None = None
+    config: Config,
+    host: Host,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    paths: Sequence[str] = (),
+    budget: str | None = None,
 ) -> tuple[Config, AuditSettings]:
     """The project config with this host's audit keys laid over ``[tool.rentcheck.audit]``,
-    and the audit settings read from it (validated like the section itself)."""
+    and the audit settings read from it (validated like the section itself); ``paths``,
+    ``budget`` and ``overrides`` are the command line's, applied to every host."""
     merged = with_section_values(config, AUDIT_SECTION, host.overrides, f"hosts.{host.name}")
-    return merged, audit_settings(merged, overrides=overrides)
+    return merged, audit_settings(merged, paths=paths, budget=budget, overrides=overrides)
