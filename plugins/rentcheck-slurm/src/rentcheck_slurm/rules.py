@@ -69,9 +69,10 @@ NO_REQUEUE = _rule(
     "no-requeue-on-preemptible",
     "The job runs on a preemptible partition or QOS but does not ask for `--requeue`.",
     "`--requeue` makes a batch job eligible to be requeued after a node failure or when a "
-    "higher-priority job preempts it; without it the cluster's JobRequeue setting decides, and "
-    "a job that cannot be requeued is cancelled when it is preempted. A requeued job runs its "
-    "batch script again from the beginning, so the script must resume from its checkpoint.",
+    "higher-priority job preempts it; without it the cluster's JobRequeue setting decides. "
+    "Where preemption requeues (PreemptMode=REQUEUE), a job that may not be requeued is "
+    "cancelled instead. A requeued job runs its batch script again from the beginning, so the "
+    "script must resume from its checkpoint.",
     "#SBATCH --partition=spot\npython train.py",
     "#SBATCH --partition=spot\n#SBATCH --requeue\npython train.py --resume latest",
     "Add `#SBATCH --requeue` (and resume from the last checkpoint), or `--no-requeue` if the "
@@ -81,9 +82,9 @@ UNTRAPPED = _rule(
     "SLR003",
     "warning-signal-not-trapped",
     "`--signal=B:SIG@...` signals the batch shell, but the script sets no `trap` for SIG.",
-    "With the B: prefix Slurm signals only the batch shell. A bash shell with no trap for "
-    "SIGUSR1 or SIGUSR2 dies of it (their default action is to terminate the process), "
-    "so the warning kills the job early instead of making it save a checkpoint.",
+    "With the B: prefix Slurm signals only the batch shell. A non-interactive bash with no "
+    "trap for USR1, USR2, TERM or INT is terminated by it (their default action), so the "
+    "warning kills the job early instead of making it save a checkpoint.",
     "#SBATCH --signal=B:USR1@90\npython train.py",
     "#SBATCH --signal=B:USR1@90\ntrap 'kill -USR1 $PID' USR1\npython train.py & PID=$!\nwait $PID",
     "Add `trap 'kill -USR1 $PID' USR1` (forwarding to the trainer, which saves on it).",
