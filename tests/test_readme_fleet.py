@@ -58,3 +58,19 @@ def test_indexed_job_passes_the_kubernetes_rules(tmp_path: Path) -> None:
     assert job["kind"] == "Job" and job["spec"]["completionMode"] == "Indexed"
     assert "$JOB_COMPLETION_INDEX" in text
     assert _findings("audit-job.yaml", text, tmp_path, CHECKS) == set()
+
+
+def test_readme_rule_pack_example_runs(tmp_path: Path) -> None:
+    from rentcheck import FileCheck
+
+    text = (ROOT / "README.md").read_text()
+    (code,) = re.findall(r"```python\n(from rentcheck import .*?file_rule\n.*?)```", text, re.S)
+    namespace: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    checks = namespace["CHECKS"]
+    assert isinstance(checks, list) and isinstance(checks[0], FileCheck)
+    script = tmp_path / "launch.sh"
+    script.write_text("# TODO: sync\n")
+    source = SourceFile.read("launch.sh", str(script))
+    assert checks[0].applies(source)
+    assert [f.code for f in checks[0].run(source)] == ["ACME001"]
