@@ -27,6 +27,7 @@ EXPECTED = [
     "SourceFile",
     "UsageError",
     "__version__",
+    "file_rule",
 ]
 
 

@@ -78,11 +78,47 @@ def test_third_party_pack_is_listed_and_runs(tmp_path: Path) -> None:
     assert ignored.returncode == 0, ignored.stdout + ignored.stderr
 
 
-def test_broken_pack_is_a_one_line_error(tmp_path: Path) -> None:
+def test_broken_pack_is_named_and_skipped(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
     _install_pack(site)
     (site / "zz_pack.py").write_text("raise ImportError('missing dependency foo')\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.sh").write_text("echo hi\n")
     env = {"PYTHONPATH": f"{site}:{':'.join(sys.path)}"}
-    proc = run_subprocess("check", cwd=tmp_path, env=env)
-    assert proc.returncode == 2 and "rule pack 'zz'" in proc.stderr and proc.stderr.count("\n") == 1
+    proc = run_subprocess("check", cwd=work, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    warning = [line for line in proc.stderr.splitlines() if "rule pack 'zz'" in line]
+    assert len(warning) == 1 and "skipped" in warning[0] and "missing dependency foo" in warning[0]
+    listed = run_subprocess("rules", cwd=work, env=env)
+    assert listed.returncode == 0 and "RC101" in listed.stdout
+    assert "skipped: rule pack 'zz'" in listed.stdout
+
+
+def test_pack_taking_a_builtin_prefix_is_skipped(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    _install_pack(site)
+    pack = (site / "zz_pack.py").read_text().replace('code="ZZ001"', 'code="RC999"')
+    (site / "zz_pack.py").write_text(pack)
+    env = {"PYTHONPATH": f"{site}:{':'.join(sys.path)}"}
+    listed = run_subprocess("rules", "--output-format", "json", cwd=tmp_path, env=env)
+    assert listed.returncode == 0
+    assert "RC999" not in listed.stdout
+    assert "rule pack 'zz' skipped: it uses code prefix RC (owned by rentcheck)" in listed.stderr
+
+
+def test_rules_show_where_a_plugin_rule_comes_from(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    _install_pack(site)
+    env = {"PYTHONPATH": f"{site}:{':'.join(sys.path)}"}
+    listed = run_subprocess("rules", cwd=tmp_path, env=env)
+    line = next(x for x in listed.stdout.splitlines() if x.startswith("ZZ001"))
+    assert line.endswith("[plugin zz (zz_pack)]")
+    as_json = run_subprocess("rules", "--output-format", "json", cwd=tmp_path, env=env)
+    import json
+
+    origin = {r["code"]: r["origin"] for r in json.loads(as_json.stdout)}
+    assert origin["ZZ001"] == "plugin zz (zz_pack)" and origin["RC101"] == "rentcheck"

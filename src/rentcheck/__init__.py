@@ -25,6 +25,7 @@ _EXPORTS = {
     ),
     "rentcheck.lint.check": ("FileCheck", "Project", "ProjectCheck"),
     "rentcheck.lint.source": ("FileKind", "SourceFile"),
+    "rentcheck.rulepack": ("file_rule",),
     "rentcheck.model": (
         "Applicability",
         "Edit",
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from rentcheck.lint.check import FileCheck, Project, ProjectCheck
     from rentcheck.lint.source import FileKind, SourceFile
     from rentcheck.model import Applicability, Edit, Finding, Fix, Rule, RuleStatus, Severity
+    from rentcheck.rulepack import file_rule
 
 
 def __getattr__(name: str) -> Any:
@@ -94,4 +96,5 @@ __all__ = [
     "SourceFile",
     "UsageError",
     "__version__",
+    "file_rule",
 ]

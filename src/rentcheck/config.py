@@ -70,7 +70,9 @@ SECTIONS = (
     "profiles",
 )
 CORE_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-level", "preview", "output-format")
-KNOWN_KEYS = (*CORE_KEYS, *SECTIONS)
+# The host inventory ([tool.rentcheck.hosts.NAME] tables), validated by rentcheck.box.fleet.
+INVENTORY = "hosts"
+KNOWN_KEYS = (*CORE_KEYS, *SECTIONS, INVENTORY)
 # Keys every gate section accepts: the gate's own selection and fail level.
 JUDGEMENT_KEYS = ("select", "ignore", "per-file-ignores", "fail-level")
 ENV_PREFIX = "RENTCHECK_"
@@ -244,7 +246,7 @@ def _apply(values: dict[str, Any], config: Config, source: str, *, layered: bool
             )
             raise ConfigError(f"unknown key {key!r} in {_where(source)}", hint=hint)
         attr = key.replace("-", "_")
-        if key in SECTIONS or key in _plugin_sections():
+        if key in SECTIONS or key == INVENTORY or key in _plugin_sections():
             if not isinstance(value, dict):
                 raise ConfigError(
                     f"{key!r} in {_where(source)} must be a table",

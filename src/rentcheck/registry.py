@@ -1,12 +1,15 @@
 """The explicit table of built-in rules, plus third-party rule packs from entry points.
 
 A rule pack is an entry point in the group ``rentcheck.rules`` that loads to an iterable of
-``FileCheck``/``ProjectCheck`` objects (or to a zero-argument callable returning one). Packs are
-loaded only when a command needs the rule set, never on import.
+``FileCheck``/``ProjectCheck`` objects (or to a zero-argument callable returning one); see
+``rentcheck.rulepack``. Packs are loaded only when a command needs the rule set, never on
+import. A pack that fails to load, or uses a code prefix rentcheck or an earlier pack owns, is
+named in one warning line and skipped.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -29,9 +32,13 @@ from rentcheck.lint.shell import (
 )
 from rentcheck.meta_rules import UNKNOWN_CODE_RULE, UNUSED_SUPPRESSION_RULE
 from rentcheck.model import Rule
-from rentcheck.record import record
+from rentcheck.record import field, record
 
-__all__ = ["ENTRY_POINT_GROUP", "RuleSet", "all_rules", "load_rule_set"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+__all__ = ["ENTRY_POINT_GROUP", "RuleSet", "all_rules", "load_rule_set", "rule_origins"]
 
 ENTRY_POINT_GROUP = "rentcheck.rules"
 CODE_RE = lazy_regex(r"^[A-Z]{2,8}[0-9]{3,4}$")
@@ -103,62 +110,134 @@ class RuleSet:
     file_checks: tuple[FileCheck, ...]
     project_checks: tuple[ProjectCheck, ...]
     plugins: tuple[str, ...]
+    # code -> where the rule comes from: "rentcheck" or "plugin NAME (module)".
+    origins: dict[str, str] = field(default_factory=dict)
+    # One line per rule pack that was skipped, naming it and why.
+    broken: tuple[str, ...] = ()
 
 
-def _plugin_checks() -> tuple[list[Check], list[str]]:
-    checks: list[Check] = []
-    names: list[str] = []
+BUILTIN_ORIGIN = "rentcheck"
+
+
+def code_prefix(code: str) -> str:
+    """The letters of a rule code (``SLR`` of ``SLR001``): the family a pack owns."""
+    return code.rstrip("0123456789")
+
+
+@record
+class _Pack:
+    name: str
+    origin: str
+    checks: tuple[Check, ...]
+
+
+def _load_pack(ep: EntryPoint) -> tuple[Check, ...]:
+    loaded = ep.load()
+    items = loaded() if callable(loaded) else loaded
+    pack = tuple(items)
+    for item in pack:
+        if not isinstance(item, (FileCheck, ProjectCheck)):
+            raise TypeError(
+                f"it yielded {type(item).__name__}, not a check "
+                "(a pack yields rentcheck.FileCheck or rentcheck.ProjectCheck objects)"
+            )
+        if not CODE_RE.match(item.rule.code):
+            raise TypeError(f"its rule code {item.rule.code!r} is malformed (use e.g. ABC123)")
+    return pack
+
+
+def _plugin_packs() -> tuple[list[_Pack], list[str]]:
+    """The packs that load, and one line for each that does not: a broken third-party pack
+    names itself and is skipped, so one bad install never stops a run."""
     from rentcheck.plugins import entry_points
 
+    packs: list[_Pack] = []
+    broken: list[str] = []
     for ep in entry_points(ENTRY_POINT_GROUP):
         try:
-            loaded = ep.load()
-            items = loaded() if callable(loaded) else loaded
-            pack = list(items)
-        except Exception as exc:  # a broken third-party pack must name itself
-            raise ConfigError(
-                f"rule pack {ep.name!r} ({ep.value}) failed to load: {exc}",
-                hint=f"fix or uninstall the package that provides it, or check that "
-                f"`python -c 'import {ep.module}'` works",
-            ) from exc
-        for item in pack:
-            if not isinstance(item, (FileCheck, ProjectCheck)):
-                raise ConfigError(
-                    f"rule pack {ep.name!r} yielded {type(item).__name__}, not a check",
-                    hint="a pack yields rentcheck.FileCheck or rentcheck.ProjectCheck objects",
-                )
-            checks.append(item)
-        names.append(ep.name)
-    return checks, names
+            checks = _load_pack(ep)
+        except Exception as exc:  # noqa: BLE001 - any failure of foreign code skips that pack
+            broken.append(
+                f"rule pack {ep.name!r} ({ep.value}) skipped: {type(exc).__name__}: {exc}; "
+                f"fix or uninstall the package that provides it "
+                f"(check `python -c 'import {ep.module}'`)"
+            )
+            continue
+        packs.append(_Pack(name=ep.name, origin=f"plugin {ep.name} ({ep.module})", checks=checks))
+    return packs, broken
 
 
-def _build(checks: Iterable[Check], plugins: list[str], gates: Iterable[Rule]) -> RuleSet:
+def _build(
+    checks: Iterable[Check], packs: list[_Pack], gates: Iterable[Rule], broken: list[str]
+) -> RuleSet:
     rules: dict[str, Rule] = {}
-    all_checks = tuple(checks)
+    origins: dict[str, str] = {}
+    all_checks = list(checks)
     for rule in [c.rule for c in all_checks] + list(ENGINE_RULES) + list(gates):
         if not CODE_RE.match(rule.code):
             raise ConfigError(f"rule code {rule.code!r} is malformed", hint="use e.g. ABC123")
         if rule.code in rules:
             raise ConfigError(
                 f"rule code {rule.code} is defined twice ({rules[rule.code].name}, {rule.name})",
-                hint="a plugin must use its own code prefix",
+                hint="give each rule its own code",
             )
         rules[rule.code] = rule
+        origins[rule.code] = BUILTIN_ORIGIN
+    owners = {code_prefix(code): BUILTIN_ORIGIN for code in rules}
+    loaded: list[str] = []
+    for pack in packs:
+        prefixes = {code_prefix(c.rule.code) for c in pack.checks}
+        taken = sorted(f"{p} (owned by {owners[p]})" for p in prefixes if p in owners)
+        codes = [c.rule.code for c in pack.checks]
+        twice = sorted({c for c in codes if codes.count(c) > 1})
+        if taken or twice:
+            why = f"code prefix {', '.join(taken)}" if taken else f"code {twice[0]} twice"
+            broken.append(
+                f"rule pack {pack.name!r} skipped: it uses {why}; "
+                "a pack must use a code prefix of its own"
+            )
+            continue
+        for check in pack.checks:
+            rules[check.rule.code] = check.rule
+            origins[check.rule.code] = pack.origin
+        owners.update(dict.fromkeys(prefixes, pack.origin))
+        all_checks.extend(pack.checks)
+        loaded.append(pack.name)
     return RuleSet(
         rules=rules,
         file_checks=tuple(c for c in all_checks if isinstance(c, FileCheck)),
         project_checks=tuple(c for c in all_checks if isinstance(c, ProjectCheck)),
-        plugins=tuple(plugins),
+        plugins=tuple(loaded),
+        origins=origins,
+        broken=tuple(broken),
     )
+
+
+_REPORTED: set[str] = set()
+
+
+def _warn_broken(broken: Iterable[str]) -> None:
+    """One stderr line per skipped pack, once per process (the set is loaded up to twice)."""
+    for line in broken:
+        if line not in _REPORTED:
+            _REPORTED.add(line)
+            sys.stderr.write(f"rentcheck: warning: {line}\n")
 
 
 @lru_cache(maxsize=2)
 def load_rule_set(with_plugins: bool = True, with_gates: bool = True) -> RuleSet:
     """Every rule and check; ``with_gates=False`` leaves out the other gates' rule metadata
     (a lint run needs only its checks and imports less)."""
-    extra, names = _plugin_checks() if with_plugins else ([], [])
-    return _build(list(BUILTIN_CHECKS) + extra, names, gate_rules() if with_gates else ())
+    packs, broken = _plugin_packs() if with_plugins else ([], [])
+    rule_set = _build(BUILTIN_CHECKS, packs, gate_rules() if with_gates else (), broken)
+    _warn_broken(rule_set.broken)
+    return rule_set
 
 
 def all_rules(with_plugins: bool = True) -> dict[str, Rule]:
     return load_rule_set(with_plugins).rules
+
+
+def rule_origins() -> dict[str, str]:
+    """Where each rule comes from (``rentcheck`` or the plugin), for ``rentcheck rules``."""
+    return load_rule_set().origins

@@ -2,7 +2,9 @@
 
 ``pytest --rentcheck-audit gpu-box`` adds one item per host that runs the same audit as
 ``rentcheck audit --host gpu-box`` (settings from the project's rentcheck config) and fails
-with the finding lines. Items of one host carry an ``xdist_group`` mark so that
+with the finding lines. ``--rentcheck-hosts all`` (or a tag) adds one item per host of the
+``[tool.rentcheck.hosts]`` inventory, each with that host's own settings; ``-k NAME`` picks one.
+Items of one host carry an ``xdist_group`` mark so that
 ``--dist loadgroup`` keeps them on one worker, which then uses one connection. Tests marked
 ``rentcheck_gate("audit")`` run only when the audit gate was asked for, and get the box as the
 ``rentcheck_box`` fixture. Nothing heavy is imported until a gate item or the fixture runs.
@@ -18,6 +20,7 @@ import pytest
 from rentcheck.gates.pytest_items import GateItem
 
 if TYPE_CHECKING:
+    from rentcheck.box.fleet import Host
     from rentcheck.box.transport import Box
     from rentcheck.config import Config
 
@@ -34,6 +37,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         metavar="HOST",
         help="run the audit gate on HOST (an ssh alias, or local); repeatable",
+    )
+    group.addoption(
+        "--rentcheck-hosts",
+        action="append",
+        default=[],
+        metavar="TAG",
+        help="run the audit gate on the inventory's hosts ([tool.rentcheck.hosts]): all, a tag "
+        "or a host name; one item per host; repeatable",
     )
     group.addoption(
         "--rentcheck-ssh-config",
@@ -58,14 +69,38 @@ def pytest_collection_modifyitems(
     from rentcheck.gates.pytest_items import requested_gates
 
     hosts: list[str] = config.getoption("rentcheck_audit")
-    if GATE in requested_gates(config) and not hosts:
+    fleet = _inventory_hosts(config)
+    if GATE in requested_gates(config) and not hosts and not fleet:
         raise pytest.UsageError(
-            "the audit gate needs a box: --rentcheck-audit HOST (an ssh alias, or local)"
+            "the audit gate needs a box: --rentcheck-audit HOST (an ssh alias, or local), "
+            "or --rentcheck-hosts all|TAG (the [tool.rentcheck.hosts] inventory)"
         )
     for host in dict.fromkeys(hosts):
         audit = AuditItem.from_parent(session, name=f"rentcheck-audit[{host}]")
         audit.setup_gate(GATE, host)
         items.append(audit)
+    for entry in fleet:
+        if entry.name in hosts:
+            continue  # asked for twice: one item
+        audit = AuditItem.from_parent(session, name=f"rentcheck-audit[{entry.name}]")
+        audit.setup_gate(GATE, entry.name)
+        audit.inventory_host = entry
+        items.append(audit)
+
+
+def _inventory_hosts(config: pytest.Config) -> list[Host]:
+    """The inventory hosts ``--rentcheck-hosts`` picks (none without the option)."""
+    wanted: list[str] = config.getoption("rentcheck_hosts")
+    if not wanted:
+        return []
+    from rentcheck.box.fleet import inventory, select_hosts
+    from rentcheck.errors import RentcheckError
+    from rentcheck.gates.pytest_items import load_project_config
+
+    try:
+        return select_hosts(inventory(load_project_config(config)), wanted)
+    except RentcheckError as exc:
+        raise pytest.UsageError(f"--rentcheck-hosts: {exc}") from None
 
 
 @pytest.fixture(scope="session")
@@ -96,6 +131,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 class AuditItem(GateItem):
+    # Set for a host of the inventory: its alias and its own audit settings.
+    inventory_host: Host | None = None
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if self.config.pluginmanager.hasplugin("xdist"):
@@ -108,7 +146,15 @@ class AuditItem(GateItem):
 
         assert self.host is not None  # noqa: S101 - setup_gate gave it one
         rc_config, settings = _settings(self.config)
-        result = run_audit(self.host, rc_config, settings, all_rules())
+        target = self.host
+        if self.inventory_host is not None:
+            from rentcheck.box.fleet import host_settings
+
+            ssh_config = self.config.getoption("rentcheck_ssh_config")
+            overrides = {"ssh_config": ssh_config} if ssh_config else {}
+            rc_config, settings = host_settings(rc_config, self.inventory_host, overrides)
+            target = self.inventory_host.alias
+        result = run_audit(target, rc_config, settings, all_rules())
         gate = GateResult(GATE, result.findings, host=self.host)
         self.raise_if_failing(rc_config, gate)
 

@@ -32,7 +32,22 @@ def add_parsers(
         description="Probe a box in one SSH round trip and judge it. Exit 0 clean, 1 findings, "
         "2 unreachable or unknown host key.",
     )
-    audit.add_argument("--host", required=True, help="an ssh alias (as in ssh_config), or local")
+    where = audit.add_mutually_exclusive_group(required=True)
+    where.add_argument("--host", help="an ssh alias (as in ssh_config), or local")
+    where.add_argument(
+        "--hosts",
+        action="append",
+        metavar="TAG",
+        help="the inventory's hosts ([tool.rentcheck.hosts]): all, a tag or a name; audited "
+        "at once, one merged table (repeatable)",
+    )
+    audit.add_argument(
+        "--jobs",
+        type=int,
+        default=8,
+        metavar="N",
+        help="with --hosts: at most N hosts at a time (8; keeps a jump host's MaxSessions)",
+    )
     audit.add_argument(
         "--path",
         action="append",
@@ -105,8 +120,17 @@ def _settings(args: argparse.Namespace, config: Config) -> Any:
     from rentcheck.box.settings import audit_settings
 
     show_ssh_debug(bool(getattr(args, "debug", False)))
+    return audit_settings(
+        config,
+        paths=getattr(args, "path", ()),
+        budget=getattr(args, "budget", None),
+        overrides=_given(args),
+    )
 
-    given = {
+
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    """The audit settings the command line gives (None: not given)."""
+    return {
         "profile": getattr(args, "profile", None),
         "python": getattr(args, "python", None),
         "expect_gpu": getattr(args, "expect_gpu", None),
@@ -114,12 +138,6 @@ def _settings(args: argparse.Namespace, config: Config) -> Any:
         "ssh_config": args.ssh_config,
         "connect_timeout": args.connect_timeout,
     }
-    return audit_settings(
-        config,
-        paths=getattr(args, "path", ()),
-        budget=getattr(args, "budget", None),
-        overrides=given,
-    )
 
 
 def run_audit(args: argparse.Namespace) -> int:
@@ -135,6 +153,10 @@ def run_audit(args: argparse.Namespace) -> int:
     # --select/--ignore here choose among the audit gate's rules ([tool.rentcheck.audit]).
     given = {k: v.split(",") for k, v in (("select", args.select), ("ignore", args.ignore)) if v}
     config = with_section_values(config, "audit", given, "the command line")
+    if args.hosts:
+        from rentcheck.commands.fleet import run_fleet_audit
+
+        return run_fleet_audit(args, config, _given(args))
     settings = _settings(args, config)
     rules = all_rules()
     try:

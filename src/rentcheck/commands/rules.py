@@ -12,7 +12,7 @@ from rentcheck.config import suggest_code
 from rentcheck.errors import UsageError
 from rentcheck.model import Rule
 from rentcheck.output import emit
-from rentcheck.registry import all_rules
+from rentcheck.registry import all_rules, load_rule_set
 
 
 def add_parsers(
@@ -75,16 +75,22 @@ def run_rule(args: argparse.Namespace) -> int:
 
 
 def run_rules(args: argparse.Namespace) -> int:
-    rules = list(all_rules().values())
+    rule_set = load_rule_set()
+    rules = list(rule_set.rules.values())
+    origin = rule_set.origins
     if args.output_format == "json":
-        emit(json.dumps([rule_to_dict(r) for r in rules], indent=2) + "\n", args.output_file)
+        listed = [rule_to_dict(r) | {"origin": origin.get(r.code, "rentcheck")} for r in rules]
+        emit(json.dumps(listed, indent=2) + "\n", args.output_file)
         return 0
     width = max(len(r.name) for r in rules)
     lines = [f"{'code':<7} {'name':<{width}}  {'severity':<8} {'fix':<6} {'status':<7} summary"]
     for r in rules:
+        where = origin.get(r.code, "rentcheck")
         lines.append(
             f"{r.code:<7} {r.name:<{width}}  {r.default_severity.label:<8} "
             f"{r.fix_applicability.value:<6} {r.status.value:<7} {r.summary}"
+            + ("" if where == "rentcheck" else f"  [{where}]")
         )
+    lines.extend(f"skipped: {line}" for line in rule_set.broken)
     emit("\n".join(lines) + "\n", args.output_file)
     return 0

@@ -206,6 +206,7 @@ TOOL_COMMANDS: tuple[tuple[str, str], ...] = (
     ("config", "config_cmd"),
     ("gate", "gate"),
     ("status", "gate"),
+    ("merge", "merge"),
 )
 
 # The one command module of a gate whose commands are not in its own module's name.
