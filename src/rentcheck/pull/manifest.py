@@ -326,8 +326,9 @@ def build_manifest_file(
     out = Path(output) if output is not None else Path(root) / builder.MANIFEST_NAME
     try:
         builder.check_output(os.fspath(root), os.fspath(out))
-        manifest = builder.build_manifest(os.fspath(root), run_id, jobs, with_blake3, (str(out),))
-        builder.atomic_write_bytes(os.fspath(out), builder.dumps(manifest))
+        manifest = builder.write_manifest(
+            os.fspath(root), os.fspath(out), run_id, jobs, with_blake3
+        )
     except builder.BuildError as exc:
         raise UsageError(exc.message, exc.hint) from None
     except OSError as exc:
