@@ -11,7 +11,7 @@ checked against the (device, inode) that was vetted. Nothing here prints.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +25,7 @@ from rentcheck.pull.filecheck import (
     CHUNK_SIZE,
     CheckOptions,
     FileVerdict,
+    Outcome,
     check_one,
     to_finding,
     verify_file,
@@ -32,7 +33,7 @@ from rentcheck.pull.filecheck import (
 from rentcheck.pull.formats.base import Issue
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES
 from rentcheck.pull.manifest import Manifest, ManifestEntry, load_manifest, normalize_path
-from rentcheck.pull.readpipe import BufferPool
+from rentcheck.pull.readpipe import INLINE_CHUNK, BufferPool
 from rentcheck.pull.rules import (
     EMPTY_PULL,
     LEFTOVER_PARTIAL,
@@ -55,11 +56,12 @@ __all__ = [
 
 
 class Progress(Protocol):
-    """Told the work ahead once, then every chunk read (from several threads at once)."""
+    """Told the work ahead once, then every read and every finished file (from several
+    threads at once): ``advance(nbytes, files)`` with ``files`` 1 when a file is done."""
 
     def start(self, total_bytes: int, files: int) -> None: ...
 
-    def advance(self, nbytes: int) -> None: ...
+    def advance(self, nbytes: int, files: int = 0) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -169,8 +171,10 @@ def verify_tree(
     if manifest is None and not local:
         findings.append(to_finding(Issue(EMPTY_PULL, "the directory holds no files"), None))
     chunk = max(64 * 1024, chunk_size)
-    order = sorted(todo, key=lambda rel: -local[rel].size)
     workers = max(1, jobs or min(4, os.cpu_count() or 1))
+    small_limit = min(chunk, INLINE_CHUNK)
+    big = sorted((r for r in todo if local[r].size > small_limit), key=lambda r: -local[r].size)
+    small = [r for r in todo if local[r].size <= small_limit]
     opts = CheckOptions(
         deep,
         tuple(extra_allowed_globals),
@@ -180,12 +184,11 @@ def verify_tree(
         BufferPool(),
         # Enough files to keep every worker busy: read inline, cache-friendly; otherwise
         # give each large file a helper thread for its hash (see readpipe).
-        pipeline=workers == 1 or len(order) < 2 * workers,
+        pipeline=workers == 1 or len(big) < 2 * workers,
     )
     if progress is not None:
-        progress.start(sum(local[rel].size for rel in order), len(order))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        outcomes = list(pool.map(lambda rel: check_one(local[rel], todo[rel], opts), order))
+        progress.start(sum(local[rel].size for rel in todo), len(todo))
+    outcomes = _check_all(big, small, workers, lambda rel: check_one(local[rel], todo[rel], opts))
     shards: dict[str, frozenset[str]] = {}
     for out in outcomes:
         findings += [to_finding(issue, out.verdict.path) for issue in out.issues]
@@ -204,6 +207,20 @@ def verify_tree(
         extra_allowed_globals=opts.allowed,
         bytes_read=sum(o.read for o in outcomes),
     )
+
+
+def _check_all(
+    big: list[str], small: list[str], workers: int, check: Callable[[str], Outcome]
+) -> list[Outcome]:
+    """Large files (largest first) on ``workers`` threads; small files one after another in
+    this thread meanwhile, in one batch: handing a 4 KiB file to a thread cost more than
+    reading it (a future, two context switches and the GIL ping-pong per file)."""
+    if workers == 1 or not big:
+        return [check(rel) for rel in big] + [check(rel) for rel in small]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(check, rel) for rel in big]
+        done = [check(rel) for rel in small]
+        return [f.result() for f in futures] + done
 
 
 def verify_pull(
