@@ -109,8 +109,19 @@ def write_verified_marker(
         "totals": {"files": len(result.files), "bytes": sum(v.size for v in result.files)},
         **(dict(extra) if extra else {}),
     }
-    builder.atomic_write_bytes(os.fspath(path), builder.dumps(payload))
+    builder.atomic_write_bytes(os.fspath(path), _dumps(payload))
     return path
+
+
+def _dumps(payload: Mapping[str, Any]) -> bytes:
+    """``builder.dumps(payload)`` with one line per file: the indenting encoder is pure
+    Python (0.5 s for 20,000 files), the compact one per entry is C."""
+    head = builder.dumps({**payload, "files": []}).decode()
+    rows = ",\n".join(
+        "    " + json.dumps(f, sort_keys=True, ensure_ascii=False) for f in payload["files"]
+    )
+    body = f'\n  "files": [\n{rows}\n  ]' if rows else '\n  "files": []'
+    return head.replace('\n  "files": []', body, 1).encode()
 
 
 def load_verified_marker(path: str | os.PathLike[str]) -> VerifiedMarker:
