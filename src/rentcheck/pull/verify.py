@@ -120,8 +120,9 @@ def _roster(
             todo[rel] = None
         else:
             by_key[key] = rel
-    expected = manifest.by_path()
-    for key, entry in expected.items():
+    expected = manifest.files
+    for entry in expected:
+        key = normalize_path(entry.path)
         match = by_key.get(key)
         if match is not None:
             todo[match] = entry
@@ -136,7 +137,7 @@ def _roster(
             )
     left_keys = {normalize_path(left.path) for left in manifest.leftovers}
     for key, rel in by_key.items():
-        if key not in expected and key not in left_keys:
+        if key not in left_keys and expected.find(key) is None:
             reason = builder.leftover_reason(rel)
             issue = (
                 Issue(LEFTOVER_PARTIAL, f"leftover: {reason}")
