@@ -58,6 +58,7 @@ SCHEMA = builder.SCHEMA
 MAX_MANIFEST_BYTES = 1 << 30  # about 3,500,000 files with BLAKE3 digests
 MAX_VALUE_CHARS = 1 << 20  # one roster entry or top-level value, as JSON text
 _READ = 1 << 20
+_AHEAD = 64 * 1024  # characters kept buffered ahead while reading a roster
 _HEX64 = re.compile(r"\A[0-9a-fA-F]{64}\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\\]")
 _WS = re.compile(r"[ \t\n\r]*")
@@ -111,7 +112,8 @@ class Roster(Sequence[ManifestEntry]):
     def append(self, e: ManifestEntry) -> None:
         paths = self._paths
         if self._sorted_nfc and (
-            (paths and e.path <= paths[-1]) or not unicodedata.is_normalized("NFC", e.path)
+            (paths and e.path <= paths[-1])
+            or not (e.path.isascii() or unicodedata.is_normalized("NFC", e.path))
         ):
             self._sorted_nfc = False
         paths.append(e.path)
@@ -258,36 +260,60 @@ class _Hook:
         self.tops = 1  # the top-level object itself is read by _Parser, not by this hook
 
     def __call__(self, pairs: list[tuple[str, Any]]) -> object:
-        keys = [k for k, _ in pairs]
-        if not keys:
-            raise FormatError("empty object where the schema has none")
-        if len(set(keys)) != len(keys):
-            raise FormatError(f"duplicate key in object with keys {sorted(set(keys))[:8]}")
         obj = dict(pairs)
-        if "path" in obj and set(keys) <= _FILE_KEYS and "sha256" in obj:
+        if not obj:
+            raise FormatError("empty object where the schema has none")
+        if len(obj) != len(pairs):
+            raise FormatError(f"duplicate key in object with keys {sorted(obj)[:8]}")
+        keys = obj.keys()
+        if "path" in obj and "sha256" in obj and keys <= _FILE_KEYS:
             return _file_entry(obj)
-        if set(keys) == _LEFT_KEYS:
+        if keys == _LEFT_KEYS:
             path = validate_rel_path(obj["path"], "leftover")
             if not isinstance(obj["reason"], str):
                 raise FormatError(f"leftover {path!r}: reason must be a string")
             return Leftover(path, _int(obj["size"], f"leftover {path!r}: size"), obj["reason"])
-        if set(keys) == _TOTAL_KEYS:
+        if keys == _TOTAL_KEYS:
             return _Totals(_int(obj["files"], "totals.files"), _int(obj["bytes"], "totals.bytes"))
-        if set(keys) <= _TOP_KEYS:
+        if keys <= _TOP_KEYS:
             self.tops += 1
             if self.tops > 1:
                 raise FormatError("more than one top-level object")
             return obj
-        unknown = sorted(set(keys) - _TOP_KEYS - _FILE_KEYS - _LEFT_KEYS)
+        unknown = sorted(keys - _TOP_KEYS - _FILE_KEYS - _LEFT_KEYS)
         raise FormatError(f"unexpected object with keys {unknown[:8] or sorted(keys)[:8]}")
 
 
+#: A path every rule accepts, checked in one match (the rules: ``validate_rel_path``). Other
+#: paths, non-ASCII ones included, go through the rules one by one.
+_PLAIN_PATH = re.compile(
+    r"(?!(?:PULL_MANIFEST|PULL_VERIFIED)\.json\Z)"
+    r"(?!\.\.?(?:/|\Z))[\w.+@=,~-]{1,255}(?:/(?!\.\.?(?:/|\Z))[\w.+@=,~-]{1,255})*\Z",
+    re.ASCII,
+)
+
+
 def _file_entry(obj: dict[str, Any]) -> ManifestEntry:
+    path, size, mtime = obj.get("path"), obj.get("size"), obj.get("mtime_ns")
+    sha, b3 = obj.get("sha256"), obj.get("blake3")
+    if (  # the roster as the builder writes it: every check in a few C calls
+        type(path) is str
+        and len(path) <= 4096
+        and type(size) is int
+        and type(mtime) is int
+        and type(sha) is str
+        and (b3 is None or type(b3) is str)
+        and 0 <= size < _INT64
+        and -_INT64 <= mtime < _INT64
+        and _HEX64.match(sha)
+        and (b3 is None or _HEX64.match(b3))
+        and _PLAIN_PATH.match(path)
+    ):
+        return ManifestEntry(path, size, mtime, sha.lower(), None if b3 is None else b3.lower())
     path = validate_rel_path(obj["path"], "file")
     missing = _FILE_KEYS - {"blake3"} - set(obj)
     if missing:
         raise FormatError(f"file {path!r}: missing {sorted(missing)}")
-    b3 = obj.get("blake3")
     return ManifestEntry(
         path,
         _int(obj["size"], f"file {path!r}: size"),
@@ -377,20 +403,48 @@ class _Parser:
                 return value
 
     def array(self, kind: type, into: Any) -> None:
-        """The items of the array that comes next, each checked to be a ``kind``."""
+        """The items of the array that comes next, each checked to be a ``kind``.
+
+        The common case is inlined (whitespace, one C scan per item, the separator), with
+        at least ``_AHEAD`` characters buffered; anything else takes the general path."""
         self._expect("[")
         if self._ws() == "]":
             self._pos += 1
             return
+        what = "files" if kind is ManifestEntry else "leftovers"
+        ws, scan = _WS.match, self._decoder.scan_once  # type: ignore[attr-defined]
         while True:
-            if self._ws() != "{":
-                raise FormatError("arrays may only hold objects (files, leftovers)")
-            item = self.value()
+            if len(self._buf) - self._pos < _AHEAD:
+                self._more()
+            buf = self._buf
+            pos = ws(buf, self._pos).end()  # type: ignore[union-attr]
+            if buf[pos : pos + 1] != "{":
+                self._pos = pos
+                if self._ws() != "{":
+                    raise FormatError("arrays may only hold objects (files, leftovers)")
+                item = self.value()
+            else:
+                try:
+                    item, end = scan(buf, pos)
+                except (StopIteration, ValueError, RecursionError):
+                    end = len(buf)  # incomplete or invalid: the general path says which
+                if end < len(buf):
+                    self._pos = end
+                else:
+                    self._pos = pos
+                    item = self.value()
             if not isinstance(item, kind):
-                what = "files" if kind is ManifestEntry else "leftovers"
                 raise FormatError(f"{what}: must be a list of {what} entries")
             into.append(item)
-            if self._expect(",]") == "]":
+            pos = ws(self._buf, self._pos).end()  # type: ignore[union-attr]
+            c = self._buf[pos : pos + 1]
+            if c == ",":
+                self._pos = pos + 1
+                continue
+            self._pos = pos
+            if c == "]" or self._expect(",]") == "]":
+                if c == "]":
+                    self._pos += 1
                 return
 
     def document(self) -> tuple[dict[str, Any], Roster, list[Leftover]]:
