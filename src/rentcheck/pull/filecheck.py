@@ -272,13 +272,18 @@ def check_one(lf: LocalFile, expected: ManifestEntry | None, opts: CheckOptions)
                     {"expected": expected.sha256},
                 )
             )
-    errors = sum(RULES_BY_CODE[i.code].default_severity >= Severity.ERROR for i in out.issues)
+    errors = (
+        sum(RULES_BY_CODE[i.code].default_severity >= Severity.ERROR for i in out.issues)
+        if out.issues
+        else 0
+    )
     if opts.deep and v.kind in DEEP_KINDS and not errors:
         why = deep_check(lf.path, v.kind)
         if why is not None:
             out.issues.append(Issue(DEEP_LOAD_FAILED, why))
             errors += 1
-    out.verdict = FileVerdict(v.path, v.size, v.mtime_ns, v.sha256, v.kind, v.tensors, errors)
+    if errors:
+        out.verdict = FileVerdict(v.path, v.size, v.mtime_ns, v.sha256, v.kind, v.tensors, errors)
     return out
 
 

@@ -103,7 +103,7 @@ def write_verified_marker(
         },
         "findings_below_fail_level": len(result.findings),
         "files": [
-            {"path": v.path, "size": v.size, "mtime_ns": v.mtime_ns, "sha256": v.sha256}
+            {"mtime_ns": v.mtime_ns, "path": v.path, "sha256": v.sha256, "size": v.size}
             for v in result.files
         ],
         "totals": {"files": len(result.files), "bytes": sum(v.size for v in result.files)},
@@ -113,13 +113,18 @@ def write_verified_marker(
     return path
 
 
+_ROW = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode  # one C call per file
+
+
+def _indented_row(entry: Mapping[str, Any]) -> str:
+    return "    " + _ROW(entry)
+
+
 def _dumps(payload: Mapping[str, Any]) -> bytes:
     """``builder.dumps(payload)`` with one line per file: the indenting encoder is pure
     Python (0.5 s for 20,000 files), the compact one per entry is C."""
     head = builder.dumps({**payload, "files": []}).decode()
-    rows = ",\n".join(
-        "    " + json.dumps(f, sort_keys=True, ensure_ascii=False) for f in payload["files"]
-    )
+    rows = ",\n".join(map(_indented_row, payload["files"]))
     body = f'\n  "files": [\n{rows}\n  ]' if rows else '\n  "files": []'
     return head.replace('\n  "files": []', body, 1).encode()
 
