@@ -82,7 +82,8 @@ def write_verified_marker(
             "fix them and verify again",
         )
     read = {v.path for v in result.files if v.sha256 is not None}
-    if not result.manifest.files or any(e.path not in read for e in result.manifest.files):
+    paths = result.manifest.files.paths
+    if not paths or any(path not in read for path in paths):
         raise GateError(
             "refusing to write PULL_VERIFIED.json: not every manifest file was read", "verify again"
         )

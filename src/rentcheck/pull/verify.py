@@ -111,8 +111,11 @@ def _roster(
     for left in manifest.leftovers:
         msg = f"left over on the box ({left.reason}, {left.size} bytes); not hashed, not pulled"
         findings.append(to_finding(Issue(LEFTOVER_PARTIAL, msg), left.path))
-    by_key: dict[str, str] = {}
-    for rel in sorted(local, key=lambda r: (normalize_path(r) != r, r)):  # NFC spelling first
+    by_key: dict[str, str] = {rel: rel for rel in local if rel.isascii()}  # NFC already
+    others = sorted(
+        (r for r in local if not r.isascii()), key=lambda r: (normalize_path(r) != r, r)
+    )
+    for rel in others:  # NFC spellings first
         key = normalize_path(rel)
         if key in by_key:  # two local names that are one name after NFC: check both
             msg = f"same name as {by_key[key]!r} after Unicode (NFC) normalisation"
@@ -121,23 +124,22 @@ def _roster(
         else:
             by_key[key] = rel
     expected = manifest.files
-    for entry in expected:
-        key = normalize_path(entry.path)
+    for i, path in enumerate(expected.paths):  # entries are made for the files found only
+        key = normalize_path(path)
         match = by_key.get(key)
         if match is not None:
-            todo[match] = entry
-        elif entry.path not in problems and key not in problems:
+            todo[match] = expected[i]
+        elif path not in problems and key not in problems:
+            size = expected[i].size
             findings.append(
                 to_finding(
-                    Issue(
-                        MISSING_FILE, f"listed in the manifest ({entry.size} bytes) but not pulled"
-                    ),
-                    entry.path,
+                    Issue(MISSING_FILE, f"listed in the manifest ({size} bytes) but not pulled"),
+                    path,
                 )
             )
     left_keys = {normalize_path(left.path) for left in manifest.leftovers}
     for key, rel in by_key.items():
-        if key not in left_keys and expected.find(key) is None:
+        if rel not in todo and key not in left_keys:  # matched files are in todo
             reason = builder.leftover_reason(rel)
             issue = (
                 Issue(LEFTOVER_PARTIAL, f"leftover: {reason}")
