@@ -15,6 +15,7 @@ from rentcheck.errors import FormatError
 from rentcheck.pull import manifest_builder as builder
 from rentcheck.pull.manifest import ManifestEntry, Roster, parse_manifest
 from rentcheck.pull.marker import _dumps as marker_dumps
+from rentcheck.pull.verify import FileVerdict
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 SHA = "ab" * 32
@@ -88,13 +89,15 @@ def test_a_refusal_leaves_no_output_and_no_open_file(tmp_path: Path) -> None:
 
 
 def test_marker_writes_one_line_per_file_and_reads_back() -> None:
-    files = [{"mtime_ns": i, "path": f"d/\u00e9{i}", "sha256": SHA, "size": i} for i in range(3)]
-    for payload in ({"schema": "s", "files": files, "totals": {"files": 3}}, {"files": []}):
-        raw = marker_dumps(payload)
-        assert json.loads(raw) == payload
-        assert raw.count(b"\n") == len(builder.dumps(payload).splitlines()) - 5 * len(
-            payload["files"]
-        )
+    verdicts = [FileVerdict(f'd/\u00e9"{i}', i, -i, SHA, "data", 0, 0) for i in range(3)]
+    verdicts.append(FileVerdict("unread", 5, 0, None, "unread", 0, 1))
+    rows = [{"path": v.path, "size": v.size, "mtime_ns": v.mtime_ns, "sha256": v.sha256}
+            for v in verdicts]  # fmt: skip
+    for payload, files in (({"schema": "s", "totals": {"files": 4}}, verdicts), ({}, [])):
+        raw = marker_dumps({**payload, "files": []}, files)
+        assert json.loads(raw) == {**payload, "files": rows[: len(files)]}
+        lines = raw.decode().splitlines()
+        assert sum(line.startswith('    {"mtime_ns": ') for line in lines) == len(files)
 
 
 def _manifest(paths: list[str]) -> bytes:
