@@ -89,12 +89,16 @@ def test_a_refusal_leaves_no_output_and_no_open_file(tmp_path: Path) -> None:
 
 
 def test_marker_writes_one_line_per_file_and_reads_back() -> None:
-    verdicts = [FileVerdict(f'd/\u00e9"{i}', i, -i, SHA, "data", 0, 0) for i in range(3)]
+    verdicts = [FileVerdict(f'd/\u00e9"{i}', i, -i, SHA, "data", 0, 0) for i in range(1030)]
     verdicts.append(FileVerdict("unread", 5, 0, None, "unread", 0, 1))
     rows = [{"path": v.path, "size": v.size, "mtime_ns": v.mtime_ns, "sha256": v.sha256}
             for v in verdicts]  # fmt: skip
-    for payload, files in (({"schema": "s", "totals": {"files": 4}}, verdicts), ({}, [])):
-        raw = marker_dumps({**payload, "files": []}, files)
+    for payload, files in (
+        ({"schema": "s", "totals": {"files": 4}}, verdicts),  # three pieces of rows
+        ({"schema": "s"}, verdicts[:1]),
+        ({}, []),
+    ):
+        raw = b"".join(marker_dumps({**payload, "files": []}, files))
         assert json.loads(raw) == {**payload, "files": rows[: len(files)]}
         lines = raw.decode().splitlines()
         assert sum(line.startswith('    {"mtime_ns": ') for line in lines) == len(files)

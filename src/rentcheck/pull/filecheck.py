@@ -52,7 +52,7 @@ OnRead = Callable[[int], None] | None  # told the byte count of each read
 OnProgress = Callable[..., None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileVerdict:
     path: str
     size: int
@@ -74,7 +74,7 @@ class CheckOptions:
     pipeline: bool = True  # large files: hash on a helper thread (see readpipe)
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     verdict: FileVerdict
     issues: list[Issue]

@@ -379,7 +379,7 @@ def write_manifest(
     doc = _header(root, run_id)
     leftovers: list[dict[str, Any]] = []
     count = nbytes = 0
-    with _AtomicFile(output) as out:
+    with AtomicFile(output) as out:
         head = _json({"created_at": doc["created_at"]})
         out.write((head[: -len("\n}")] + ',\n  "files": [').encode())
         sep = "\n"
@@ -410,7 +410,7 @@ def _entry_text(entry: dict[str, Any]) -> str:
     )
 
 
-class _AtomicFile:
+class AtomicFile:
     """Bytes written to a temp name beside ``path``, then fsync'd and renamed over it (readers
     see the old file or the new one, never half); the temp file is removed on any error."""
 
@@ -422,7 +422,7 @@ class _AtomicFile:
         )
         self._file: Any = None
 
-    def __enter__(self) -> _AtomicFile:
+    def __enter__(self) -> AtomicFile:
         fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         self._file = os.fdopen(fd, "wb", buffering=1 << 20)
         return self
@@ -463,7 +463,7 @@ def _fsync_dir(directory: str) -> None:
 
 def atomic_write_bytes(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
-    with _AtomicFile(path) as out:
+    with AtomicFile(path) as out:
         out.write(data)
 
 

@@ -32,7 +32,7 @@ from rentcheck.pull.filecheck import (
 )
 from rentcheck.pull.formats.base import Issue
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES
-from rentcheck.pull.manifest import Manifest, ManifestEntry, load_manifest, normalize_path
+from rentcheck.pull.manifest import Manifest, load_manifest, normalize_path
 from rentcheck.pull.readpipe import INLINE_CHUNK, BufferPool
 from rentcheck.pull.rules import (
     EMPTY_PULL,
@@ -85,10 +85,10 @@ class VerifyResult:
 
 def _roster(
     manifest: Manifest | None, local: dict[str, LocalFile], problems: set[str], run_id: str | None
-) -> tuple[list[Finding], dict[str, ManifestEntry | None]]:
+) -> tuple[list[Finding], dict[str, int | None]]:
     """Manifest-level findings and, for each local file to read, its manifest entry."""
     findings: list[Finding] = []
-    todo: dict[str, ManifestEntry | None] = {}
+    todo: dict[str, int | None] = {}  # position in the roster: entries are made when read
     name = builder.MANIFEST_NAME
     if manifest is None:
         for rel in local:
@@ -128,7 +128,7 @@ def _roster(
         key = normalize_path(path)
         match = by_key.get(key)
         if match is not None:
-            todo[match] = expected[i]
+            todo[match] = i
         elif path not in problems and key not in problems:
             size = expected[i].size
             findings.append(
@@ -191,7 +191,13 @@ def verify_tree(
     )
     if progress is not None:
         progress.start(sum(local[rel].size for rel in todo), len(todo))
-    outcomes = _check_all(big, small, workers, lambda rel: check_one(local[rel], todo[rel], opts))
+    files = manifest.files if manifest is not None else None
+
+    def check(rel: str) -> Outcome:
+        at = todo[rel]
+        return check_one(local[rel], None if at is None or files is None else files[at], opts)
+
+    outcomes = _check_all(big, small, workers, check)
     shards: dict[str, frozenset[str]] = {}
     for out in outcomes:
         findings += [to_finding(issue, out.verdict.path) for issue in out.issues]
