@@ -17,8 +17,8 @@ and prints wall time, files per second, peak RSS (os.wait4 of each process) and 
 build / sha256sum and verify / sha256sum -c (target at most 2x on the 20,000- and 200,000-file
 trees), rentcheck / hashlib floor on the large tree (target at most 1.35x), and the time per
 file of each tree against the 20,000-file one (linear growth: about 1x). Files are read from
-the page cache (they were just written), so the figures are CPU costs, not disk speed. The
-directory is deleted at the end.
+the page cache (they were just written; the large tree is read once more before every run),
+so the figures are CPU costs, not disk speed. The directory is deleted at the end.
 
     python benchmarks/verify_scaling.py [--counts 1000,20000,200000] [--large 2GiB] [--repeat 3]
 
@@ -106,13 +106,29 @@ def make(kind: str, root: str, n: int) -> None:
     subprocess.run(argv, check=True)
 
 
+def warm_up(root: str) -> None:
+    """Read every file once, so that each timed command starts from a warm page cache."""
+    buf = bytearray(8 << 20)
+    for folder, _, names in os.walk(root):
+        for name in names:
+            with open(os.path.join(folder, name), "rb", buffering=0) as f:
+                while f.readinto(buf):
+                    pass
+
+
 def best(
-    rounds: int, commands: dict[str, Sequence[str]], after: dict[str, Callable[[], None]]
+    rounds: int,
+    commands: dict[str, Sequence[str]],
+    after: dict[str, Callable[[], None]],
+    warm: str | None = None,
 ) -> dict[str, Timing]:
-    """Best wall time of each command over ``rounds`` rounds, taking turns; highest RSS."""
+    """Best wall time of each command over ``rounds`` rounds, taking turns; highest RSS.
+    With ``warm``, that tree is read before every run."""
     runs: dict[str, list[Timing]] = {name: [] for name in commands}
     for _ in range(rounds):
         for name, argv in commands.items():
+            if warm is not None:
+                warm_up(warm)
             t = run_once(argv)
             if t.code:
                 raise SystemExit(f"{name} failed (exit {t.code}): {' '.join(argv)}")
@@ -140,6 +156,7 @@ def measure(label: str, root: str, work: str, rounds: int, floor: bool) -> dict[
             "sha256sum": ["sh", "-c", f"{listing} > {sums}"],
         },
         {},
+        warm=root if floor else None,
     )  # fmt: skip
     # Read in a child: this process stays small, since a child's peak RSS (ru_maxrss) starts
     # from its parent's size at fork.
@@ -163,7 +180,7 @@ def measure(label: str, root: str, work: str, rounds: int, floor: bool) -> dict[
     }  # fmt: skip
     if floor:
         commands["hashlib floor"] = [py, "-c", FLOOR, root, local_m]
-    verify = best(rounds, commands, {"rentcheck verify": passed})
+    verify = best(rounds, commands, {"rentcheck verify": passed}, warm=root if floor else None)
     results = {**build, **verify}
     print(f"\n[{label}] {files:,} files, {nbytes / (1 << 20):,.1f} MiB; best of {rounds}")
     print(f"  {'':26} {'wall s':>8} {'files/s':>10} {'MB/s':>8} {'us/file':>8} {'RSS MiB':>8}")
