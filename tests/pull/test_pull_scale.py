@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -15,7 +16,7 @@ from rentcheck.errors import FormatError
 from rentcheck.pull import manifest_builder as builder
 from rentcheck.pull.manifest import ManifestEntry, Roster, parse_manifest
 from rentcheck.pull.marker import _dumps as marker_dumps
-from rentcheck.pull.verify import FileVerdict
+from rentcheck.pull.verify import FileVerdict, verify_pull
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 SHA = "ab" * 32
@@ -185,3 +186,15 @@ def test_a_million_entry_roster_parses_and_checks_in_bounded_memory(tmp_path: Pa
     peak_mib = int(proc.stdout.split()[-1]) / 1024
     print(f"peak RSS {peak_mib:.0f} MiB for {n:,} entries")
     assert peak_mib < 300, peak_mib
+
+
+def test_the_collector_pause_restores_the_previous_state(pulled: Path) -> None:
+    assert gc.isenabled()
+    assert verify_pull(pulled).findings == ()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        verify_pull(pulled)
+        assert not gc.isenabled()  # a caller's own pause is left alone
+    finally:
+        gc.enable()

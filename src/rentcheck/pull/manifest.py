@@ -37,6 +37,7 @@ from typing import IO, Any, overload
 from rentcheck.errors import FormatError, UsageError
 from rentcheck.model import Finding
 from rentcheck.pull import manifest_builder as builder
+from rentcheck.pull.nogc import collector_paused
 from rentcheck.pull.rules import MANIFEST_INVALID, RULES_BY_CODE
 
 __all__ = [
@@ -485,7 +486,8 @@ class _Parser:
 
 def _parse(source: IO[bytes]) -> Manifest:
     parser = _Parser(source)
-    top, files, leftovers = parser.document()
+    with collector_paused():
+        top, files, leftovers = parser.document()
     missing = [k for k in _REQUIRED_TOP if k not in top]
     if missing:
         raise FormatError(f"manifest lacks {missing}")

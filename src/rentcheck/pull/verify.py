@@ -33,6 +33,7 @@ from rentcheck.pull.filecheck import (
 from rentcheck.pull.formats.base import Issue
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES
 from rentcheck.pull.manifest import Manifest, load_manifest, normalize_path
+from rentcheck.pull.nogc import collector_paused
 from rentcheck.pull.readpipe import INLINE_CHUNK, BufferPool
 from rentcheck.pull.rules import (
     EMPTY_PULL,
@@ -166,6 +167,32 @@ def verify_tree(
 
     ``max_header`` caps a safetensors header; ``progress`` hears the bytes as they are read.
     """
+    with collector_paused():
+        return _verify_tree(
+            local_root,
+            manifest,
+            jobs=jobs,
+            deep=deep,
+            expected_run_id=expected_run_id,
+            extra_allowed_globals=extra_allowed_globals,
+            chunk_size=chunk_size,
+            max_header=max_header,
+            progress=progress,
+        )
+
+
+def _verify_tree(
+    local_root: str | os.PathLike[str],
+    manifest: Manifest | None,
+    *,
+    jobs: int | None,
+    deep: bool,
+    expected_run_id: str | None,
+    extra_allowed_globals: Iterable[str],
+    chunk_size: int,
+    max_header: int,
+    progress: Progress | None,
+) -> VerifyResult:
     root = os.fspath(local_root)
     local, problem_list = scan_tree(root)
     findings = [to_finding(issue, rel) for rel, issue in problem_list]
