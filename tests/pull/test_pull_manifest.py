@@ -112,7 +112,7 @@ def test_rejections(name: str, change: Callable[[dict[str, Any]], None], message
         (b"\xff\xfe", "not UTF-8"),
         (b"[]", "arrays may only hold objects|must be a JSON object"),
         (b'{"schema": 1, "schema": 2}', "duplicate key"),
-        (b"[" * 100_000, "arrays may only hold objects|nested deeper"),
+        (b"[" * 100_000, "arrays may only hold objects|nested deeper|must be a JSON object"),
         (b'{"files": [[], [], []]}', "arrays may only hold objects"),
         (b'{"files": [0, 0, 0]}', "arrays may only hold objects"),
         (b'{"a": {"b": {"c": {}}}}', "nested deeper|unexpected object"),

@@ -85,10 +85,35 @@ def test_progress_line_and_summary() -> None:
     progress = TerminalProgress(out, color=False, interval=0)
     progress.start(3 * 1024**3, 7)
     progress.advance(1024**3)
+    progress.advance(0, files=1)
     progress.finish()
     text = out.getvalue()
-    assert "verify: 0 B / 3.0 GiB" in text and "--:--" in text  # nothing read yet: no ETA
-    assert "verify: 1.0 GiB / 3.0 GiB" in text and "ETA " in text and "7 files" in text
-    assert "verify: read 1.0 GiB of 7 files in " in text and text.endswith("/s)\n")
+    assert "verify: 0/7 files, 0 B / 3.0 GiB" in text and "--:--" in text  # no ETA yet
+    assert "verify: 0/7 files, 1.0 GiB / 3.0 GiB" in text and "ETA " in text
+    assert "verify: 1/7 files, 1.0 GiB / 3.0 GiB" in text and " files/s, " in text
+    assert "verify: read 1.0 GiB of 1 files in " in text and text.endswith("/s)\n")
     assert "\x1b[2m" not in text
     assert human_bytes(512) == "512 B" and human_bytes(1536) == "1.5 KiB"
+
+
+def test_progress_counts_every_file_of_a_real_verification(pulled: Path) -> None:
+    """Small files (one read each) and large ones (chunked, pipelined) are each counted once,
+    and every byte read is counted."""
+    (pulled / "big.bin").write_bytes(os.urandom(3 * 1024 * 1024 + 12345))
+    build_manifest_file(pulled, run_id="run-big")
+
+    class Count:
+        files = nbytes = 0
+
+        def start(self, total_bytes: int, files: int) -> None:
+            self.want = (total_bytes, files)
+
+        def advance(self, nbytes: int, files: int = 0) -> None:
+            self.nbytes += nbytes
+            self.files += files
+
+    count = Count()
+    result = verify_pull(pulled, chunk_size=64 * 1024, jobs=2, progress=count)
+    assert result.findings == ()
+    assert count.want[1] == count.files == len(result.files) > 10
+    assert count.nbytes == result.bytes_read == count.want[0] > 3 * 1024 * 1024

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +14,7 @@ from typing import Any
 from rentcheck.model import Finding, Severity
 from rentcheck.pull.deep import DEEP_KINDS, deep_check
 from rentcheck.pull.formats.base import Issue
-from rentcheck.pull.formats.dispatch import choose_validator
+from rentcheck.pull.formats.dispatch import Choice, choose_validator
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES
 from rentcheck.pull.formats.text import TextValidator
 from rentcheck.pull.manifest import ManifestEntry
@@ -45,9 +48,11 @@ _O_FLAGS = (
 
 
 OnRead = Callable[[int], None] | None  # told the byte count of each read
+#: ``progress(nbytes, files)``: bytes just read, and 1 once a file is done
+OnProgress = Callable[..., None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileVerdict:
     path: str
     size: int
@@ -64,12 +69,12 @@ class CheckOptions:
     allowed: tuple[str, ...]
     chunk: int
     max_header: int = MAX_HEADER_BYTES  # safetensors header cap
-    progress: Callable[[int], None] | None = None  # called with each chunk's byte count
+    progress: OnProgress | None = None  # (bytes read, files finished), after each read
     pool: BufferPool | None = None  # read buffers shared by the workers of one run
     pipeline: bool = True  # large files: hash on a helper thread (see readpipe)
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     verdict: FileVerdict
     issues: list[Issue]
@@ -131,45 +136,107 @@ def read_pass(lf: LocalFile, opts: CheckOptions) -> Outcome:
         fd = os.open(lf.path, _O_FLAGS)
     except OSError as exc:
         return _unreadable(lf, f"cannot open: {exc.strerror}")
-    with os.fdopen(fd, "rb", buffering=0) as f:
+    try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (lf.dev, lf.ino):
             return _unreadable(lf, "replaced by something else after it was listed; not read")
-        threaded = opts.pipeline and st.st_size > 2 * opts.chunk
-        pool = opts.pool or BufferPool()
+        if st.st_size <= min(opts.chunk, INLINE_CHUNK):
+            return _read_small(lf, fd, st, opts)
+        return _read_chunked(lf, fd, st, opts)
+    finally:
+        os.close(fd)
+
+
+_SMALL = threading.local()
+
+
+def _small_buffer() -> bytearray:
+    """This thread's buffer for small files: allocated once per thread, not per file."""
+    buf: bytearray | None = getattr(_SMALL, "buf", None)
+    if buf is None:
+        buf = _SMALL.buf = bytearray(INLINE_CHUNK)
+    return buf
+
+
+def _read_small(lf: LocalFile, fd: int, st: os.stat_result, opts: CheckOptions) -> Outcome:
+    """A file that fits one buffer: one read sized to it, every pass over that one piece.
+
+    No pooled buffers, no hasher object, no file object: most of a small file's cost was
+    that bookkeeping, not the bytes. A file that grew or changed after the ``fstat`` is caught
+    by the count read and the ``fstat`` after.
+    """
+    buf = _small_buffer()
+    try:
+        n = os.readv(fd, [buf]) if st.st_size else 0
+        after = os.fstat(fd)
+    except OSError as exc:
+        return _unreadable(lf, f"read failed: {exc.strerror}")
+    with memoryview(buf) as view, view[:n] as piece:
+        choice = _choose(lf, st, bytes(piece[:512]), fd, opts)
+        if n and choice.validator is not None:
+            choice.validator.feed(piece)
+        digest = hashlib.sha256(piece).hexdigest()
+    if opts.progress is not None:
+        opts.progress(n, 1)
+    return _outcome(lf, st, after, n, digest=digest, choice=choice)
+
+
+def _choose(lf: LocalFile, st: os.stat_result, head: bytes, fd: int, opts: CheckOptions) -> Choice:
+    return choose_validator(
+        lf.rel,
+        st.st_size,
+        head,
+        lambda off, k: os.pread(fd, k, off),
+        extra_allowed=opts.allowed,
+        max_header=opts.max_header,
+    )
+
+
+def _read_chunked(lf: LocalFile, fd: int, st: os.stat_result, opts: CheckOptions) -> Outcome:
+    """Larger files: chunked reads, inline or with the hash on a helper thread."""
+    f = os.fdopen(fd, "rb", buffering=0, closefd=False)
+    threaded = opts.pipeline and st.st_size > 2 * opts.chunk
+    pool = opts.pool or BufferPool()
+    if threaded:
+        hasher = Hasher(pool.take(RING, opts.chunk), threaded=True)
+    else:
+        hasher = Hasher(pool.take(1, min(opts.chunk, INLINE_CHUNK)), threaded=False)
+    total = 0
+    try:
+        first = hasher.free.get()
+        n = f.readinto(first)
+        choice = _choose(lf, st, bytes(first[: min(n, 512)]), fd, opts)
+        feed = choice.validator.feed if choice.validator is not None else None
+        progress = None if opts.progress is None else functools.partial(opts.progress, files=0)
         if threaded:
-            hasher = Hasher(pool.take(RING, opts.chunk), threaded=True)
+            total = _pipelined(f, hasher, first, n, feed=feed, progress=progress)
         else:
-            hasher = Hasher(pool.take(1, min(opts.chunk, INLINE_CHUNK)), threaded=False)
-        total = 0
-        try:
-            first = hasher.free.get()
-            n = f.readinto(first)
-            choice = choose_validator(
-                lf.rel,
-                st.st_size,
-                bytes(first[: min(n, 512)]),
-                lambda off, k: os.pread(fd, k, off),
-                extra_allowed=opts.allowed,
-                max_header=opts.max_header,
-            )
-            feed = choice.validator.feed if choice.validator is not None else None
-            if threaded:
-                total = _pipelined(f, hasher, first, n, feed=feed, progress=opts.progress)
-            else:
-                total = _inline(f, hasher, first, n, feed=feed, progress=opts.progress)
-            after = os.fstat(fd)
-        except OSError as exc:
-            return _unreadable(lf, f"read failed: {exc.strerror}")
-        finally:
-            pool.give(hasher.close())
+            total = _inline(f, hasher, first, n, feed=feed, progress=progress)
+        after = os.fstat(fd)
+    except OSError as exc:
+        return _unreadable(lf, f"read failed: {exc.strerror}")
+    finally:
+        pool.give(hasher.close())
+        f.close()
+    if opts.progress is not None:
+        opts.progress(0, 1)
+    return _outcome(lf, st, after, total, digest=hasher.sha.hexdigest(), choice=choice)
+
+
+def _outcome(
+    lf: LocalFile,
+    st: os.stat_result,
+    after: os.stat_result,
+    total: int,
+    *,
+    digest: str,
+    choice: Choice,
+) -> Outcome:
     issues = choice.validator.finish() if choice.validator is not None else []
     if (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns) or total != st.st_size:
         issues.append(Issue(FILE_UNREADABLE, "changed while it was being verified"))
     tensors = choice.validator.tensors if choice.validator is not None else ()
-    verdict = FileVerdict(
-        lf.rel, total, st.st_mtime_ns, hasher.sha.hexdigest(), choice.kind, len(tensors), 0
-    )
+    verdict = FileVerdict(lf.rel, total, st.st_mtime_ns, digest, choice.kind, len(tensors), 0)
     out = Outcome(verdict, issues, read=total)
     if choice.kind == "safetensors":
         out.tensor_names = frozenset(t.name for t in tensors)
@@ -186,6 +253,8 @@ def _unreadable(lf: LocalFile, why: str) -> Outcome:
 def check_one(lf: LocalFile, expected: ManifestEntry | None, opts: CheckOptions) -> Outcome:
     out = read_pass(lf, opts)
     v = out.verdict
+    if v.sha256 is None and opts.progress is not None:  # not read: still one file done
+        opts.progress(0, 1)
     if expected is not None and v.sha256 is not None:
         if v.size != expected.size:
             out.issues.append(
@@ -203,13 +272,18 @@ def check_one(lf: LocalFile, expected: ManifestEntry | None, opts: CheckOptions)
                     {"expected": expected.sha256},
                 )
             )
-    errors = sum(RULES_BY_CODE[i.code].default_severity >= Severity.ERROR for i in out.issues)
+    errors = (
+        sum(RULES_BY_CODE[i.code].default_severity >= Severity.ERROR for i in out.issues)
+        if out.issues
+        else 0
+    )
     if opts.deep and v.kind in DEEP_KINDS and not errors:
         why = deep_check(lf.path, v.kind)
         if why is not None:
             out.issues.append(Issue(DEEP_LOAD_FAILED, why))
             errors += 1
-    out.verdict = FileVerdict(v.path, v.size, v.mtime_ns, v.sha256, v.kind, v.tensors, errors)
+    if errors:
+        out.verdict = FileVerdict(v.path, v.size, v.mtime_ns, v.sha256, v.kind, v.tensors, errors)
     return out
 
 

@@ -76,22 +76,24 @@ def file_verdicts(
 
     out: list[dict[str, Any]] = []
     for v in result.files:
-        found = by_path.get(v.path, [])
+        found = by_path.get(v.path)
         out.append(
             {
                 "path": v.path,
-                "verdict": verdict(found),
+                "verdict": verdict(found) if found else "ok",
                 "kind": v.kind,
                 "size": v.size,
                 "sha256": v.sha256,
                 "tensors": v.tensors,
-                "findings": [_brief(f) for f in found],
+                "findings": [_brief(f) for f in found] if found else [],
             }
         )
     if result.manifest is not None:
         read = {v.path for v in result.files}
-        for entry in result.manifest.files:
-            if entry.path not in read:
+        files = result.manifest.files
+        for i, path in enumerate(files.paths):
+            if path not in read:
+                entry = files[i]
                 found = by_path.get(entry.path, [])
                 out.append(
                     {

@@ -10,28 +10,34 @@ Path rules (the same on every platform):
 * a path that is also a directory of another entry (``a`` and ``a/b``) is rejected;
 * ``PULL_MANIFEST.json`` and ``PULL_VERIFIED.json`` at the top level are reserved.
 
-The JSON itself is parsed with a hook that validates every object as soon as it is complete and
-rejects any shape the schema does not have, and the raw text is pre-screened so that nested or
-scalar-filled arrays are refused before they are built: memory stays proportional to the real
-roster, whatever the file contains.
+The JSON is read in chunks and parsed one top-level value and one roster entry at a time (each
+capped at ``MAX_VALUE_CHARS``), with a hook that validates every object as soon as it is
+complete and rejects any shape the schema does not have. The roster is held in columns (a path
+string, 32-byte digests and 64-bit integers per entry, about 200 bytes each), not as objects:
+a 1,000,000-file manifest loads in well under 300 MB, whatever the file contains.
 """
 
 from __future__ import annotations
 
+import bisect
+import codecs
 import datetime
 import hashlib
+import io
 import json
 import os
 import re
 import unicodedata
-from collections.abc import Mapping
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, overload
 
 from rentcheck.errors import FormatError, UsageError
 from rentcheck.model import Finding
 from rentcheck.pull import manifest_builder as builder
+from rentcheck.pull.nogc import collector_paused
 from rentcheck.pull.rules import MANIFEST_INVALID, RULES_BY_CODE
 
 __all__ = [
@@ -40,6 +46,7 @@ __all__ = [
     "Leftover",
     "Manifest",
     "ManifestEntry",
+    "Roster",
     "build_manifest_file",
     "check_manifest",
     "load_manifest",
@@ -49,11 +56,14 @@ __all__ = [
 ]
 
 SCHEMA = builder.SCHEMA
-MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+MAX_MANIFEST_BYTES = 1 << 30  # about 3,500,000 files with BLAKE3 digests
+MAX_VALUE_CHARS = 1 << 20  # one roster entry or top-level value, as JSON text
+_READ = 1 << 20
+_AHEAD = 64 * 1024  # characters kept buffered ahead while reading a roster
 _HEX64 = re.compile(r"\A[0-9a-fA-F]{64}\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\\]")
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.DOTALL)
-_BAD_ARRAY = re.compile(rb"\[\s*[^\s{\]]|,\s*[^\s{\"]")
+_WS = re.compile(r"[ \t\n\r]*")
+_INT64 = 1 << 63
 _FILE_KEYS = frozenset({"path", "size", "mtime_ns", "sha256", "blake3"})
 _LEFT_KEYS = frozenset({"path", "size", "reason"})
 _TOTAL_KEYS = frozenset({"files", "bytes"})
@@ -85,24 +95,114 @@ class _Totals:
     bytes: int
 
 
+class Roster(Sequence[ManifestEntry]):
+    """The manifest's files, in manifest order, held in columns: per entry a path string, a
+    32-byte SHA-256 (and BLAKE3) digest and two 64-bit integers, about 200 bytes, against
+    about 700 for a ManifestEntry object. Entries are made on access."""
+
+    def __init__(self) -> None:
+        self._paths: list[str] = []
+        self._sha = bytearray()
+        self._b3 = bytearray()  # 32 zero bytes where _has_b3 is 0
+        self._has_b3 = bytearray()
+        self._size = array("q")
+        self._mtime = array("q")
+        self._sorted_nfc = True  # paths strictly increasing and NFC: bisect finds them
+        self._index: dict[str, int] | None = None  # NFC path -> position, when not sorted
+
+    def append(self, e: ManifestEntry) -> None:
+        paths = self._paths
+        if self._sorted_nfc and (
+            (paths and e.path <= paths[-1])
+            or not (e.path.isascii() or unicodedata.is_normalized("NFC", e.path))
+        ):
+            self._sorted_nfc = False
+        paths.append(e.path)
+        self._sha += bytes.fromhex(e.sha256)
+        self._b3 += bytes(32) if e.blake3 is None else bytes.fromhex(e.blake3)
+        self._has_b3.append(e.blake3 is not None)
+        self._size.append(e.size)
+        self._mtime.append(e.mtime_ns)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def _entry(self, i: int) -> ManifestEntry:
+        b3 = self._b3[32 * i : 32 * i + 32].hex() if self._has_b3[i] else None
+        sha = self._sha[32 * i : 32 * i + 32].hex()
+        return ManifestEntry(self._paths[i], self._size[i], self._mtime[i], sha, b3)
+
+    @overload
+    def __getitem__(self, i: int) -> ManifestEntry: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[ManifestEntry, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> ManifestEntry | tuple[ManifestEntry, ...]:
+        if isinstance(i, slice):
+            return tuple(self._entry(k) for k in range(*i.indices(len(self))))
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("roster index out of range")
+        return self._entry(i)
+
+    def __iter__(self) -> Iterator[ManifestEntry]:
+        return (self._entry(i) for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Roster({len(self)} files)"
+
+    @property
+    def paths(self) -> Sequence[str]:
+        return self._paths
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self._size)
+
+    def find(self, key: str) -> int | None:
+        """The position of the entry whose NFC-normalised path is ``key``, or None."""
+        if self._sorted_nfc:
+            i = bisect.bisect_left(self._paths, key)
+            return i if i < len(self._paths) and self._paths[i] == key else None
+        if self._index is None:
+            self._index = {normalize_path(p): i for i, p in enumerate(self._paths)}
+        return self._index.get(key)
+
+    def __contains__(self, entry: object) -> bool:
+        if not isinstance(entry, ManifestEntry):
+            return False
+        i = self.find(normalize_path(entry.path))
+        return i is not None and self._entry(i) == entry
+
+
 @dataclass(frozen=True)
 class Manifest:
     run_id: str
     created_at: datetime.datetime
     host: str
-    files: tuple[ManifestEntry, ...]
+    files: Roster
     leftovers: tuple[Leftover, ...]
     sha256: str  # of the manifest's bytes, for PULL_VERIFIED.json
     tool: str | None = None
     schema: str = SCHEMA
 
     def by_path(self) -> dict[str, ManifestEntry]:
-        """Entries keyed by NFC-normalised path."""
+        """Entries keyed by NFC-normalised path (every entry made: for small manifests; the
+        verifier looks entries up with ``files.find`` instead)."""
         return {normalize_path(e.path): e for e in self.files}
 
     @property
     def total_bytes(self) -> int:
-        return sum(e.size for e in self.files)
+        return self.files.total_bytes
 
 
 def normalize_path(path: str) -> str:
@@ -139,6 +239,8 @@ def _int(value: object, what: str, *, signed: bool = False) -> int:
     if type(value) is not int or (value < 0 and not signed):  # bool is not an int here
         kind = "an integer" if signed else "a non-negative integer"
         raise FormatError(f"{what}: {value!r} is not {kind}")
+    if not -_INT64 <= value < _INT64:
+        raise FormatError(f"{what}: {value} does not fit in 64 bits")
     return value
 
 
@@ -156,39 +258,63 @@ class _Hook:
     """
 
     def __init__(self) -> None:
-        self.tops = 0
+        self.tops = 1  # the top-level object itself is read by _Parser, not by this hook
 
     def __call__(self, pairs: list[tuple[str, Any]]) -> object:
-        keys = [k for k, _ in pairs]
-        if not keys:
-            raise FormatError("empty object where the schema has none")
-        if len(set(keys)) != len(keys):
-            raise FormatError(f"duplicate key in object with keys {sorted(set(keys))[:8]}")
         obj = dict(pairs)
-        if "path" in obj and set(keys) <= _FILE_KEYS and "sha256" in obj:
+        if not obj:
+            raise FormatError("empty object where the schema has none")
+        if len(obj) != len(pairs):
+            raise FormatError(f"duplicate key in object with keys {sorted(obj)[:8]}")
+        keys = obj.keys()
+        if "path" in obj and "sha256" in obj and keys <= _FILE_KEYS:
             return _file_entry(obj)
-        if set(keys) == _LEFT_KEYS:
+        if keys == _LEFT_KEYS:
             path = validate_rel_path(obj["path"], "leftover")
             if not isinstance(obj["reason"], str):
                 raise FormatError(f"leftover {path!r}: reason must be a string")
             return Leftover(path, _int(obj["size"], f"leftover {path!r}: size"), obj["reason"])
-        if set(keys) == _TOTAL_KEYS:
+        if keys == _TOTAL_KEYS:
             return _Totals(_int(obj["files"], "totals.files"), _int(obj["bytes"], "totals.bytes"))
-        if set(keys) <= _TOP_KEYS:
+        if keys <= _TOP_KEYS:
             self.tops += 1
             if self.tops > 1:
                 raise FormatError("more than one top-level object")
             return obj
-        unknown = sorted(set(keys) - _TOP_KEYS - _FILE_KEYS - _LEFT_KEYS)
+        unknown = sorted(keys - _TOP_KEYS - _FILE_KEYS - _LEFT_KEYS)
         raise FormatError(f"unexpected object with keys {unknown[:8] or sorted(keys)[:8]}")
 
 
+#: A path every rule accepts, checked in one match (the rules: ``validate_rel_path``). Other
+#: paths, non-ASCII ones included, go through the rules one by one.
+_PLAIN_PATH = re.compile(
+    r"(?!(?:PULL_MANIFEST|PULL_VERIFIED)\.json\Z)"
+    r"(?!\.\.?(?:/|\Z))[\w.+@=,~-]{1,255}(?:/(?!\.\.?(?:/|\Z))[\w.+@=,~-]{1,255})*\Z",
+    re.ASCII,
+)
+
+
 def _file_entry(obj: dict[str, Any]) -> ManifestEntry:
+    path, size, mtime = obj.get("path"), obj.get("size"), obj.get("mtime_ns")
+    sha, b3 = obj.get("sha256"), obj.get("blake3")
+    if (  # the roster as the builder writes it: every check in a few C calls
+        type(path) is str
+        and len(path) <= 4096
+        and type(size) is int
+        and type(mtime) is int
+        and type(sha) is str
+        and (b3 is None or type(b3) is str)
+        and 0 <= size < _INT64
+        and -_INT64 <= mtime < _INT64
+        and _HEX64.match(sha)
+        and (b3 is None or _HEX64.match(b3))
+        and _PLAIN_PATH.match(path)
+    ):
+        return ManifestEntry(path, size, mtime, sha.lower(), None if b3 is None else b3.lower())
     path = validate_rel_path(obj["path"], "file")
     missing = _FILE_KEYS - {"blake3"} - set(obj)
     if missing:
         raise FormatError(f"file {path!r}: missing {sorted(missing)}")
-    b3 = obj.get("blake3")
     return ManifestEntry(
         path,
         _int(obj["size"], f"file {path!r}: size"),
@@ -196,17 +322,6 @@ def _file_entry(obj: dict[str, Any]) -> ManifestEntry:
         _digest(obj["sha256"], f"file {path!r}: sha256"),
         None if b3 is None else _digest(b3, f"file {path!r}: blake3"),
     )
-
-
-def _prescreen(data: bytes) -> None:
-    skeleton = _STRING.sub(b'""', data)
-    if _BAD_ARRAY.search(skeleton):
-        raise FormatError("arrays may only hold objects (files, leftovers)")
-    depth = 0
-    for c in skeleton.translate(None, bytes(b for b in range(256) if b not in b"{}[]")):
-        depth += 1 if c in b"{[" else -1
-        if depth > 3:
-            raise FormatError("objects are nested deeper than the schema allows")
 
 
 def _created(value: object) -> datetime.datetime:
@@ -218,30 +333,167 @@ def _created(value: object) -> datetime.datetime:
         raise FormatError(f"created_at: {value[:64]!r} is not an ISO-8601 time") from None
 
 
-def _typed_list(value: object, kind: type, what: str) -> list[Any]:
-    if not isinstance(value, list) or not all(isinstance(v, kind) for v in value):
-        raise FormatError(f"{what}: must be a list of {what} entries")
-    return value
+class _Parser:
+    """The manifest's JSON read a chunk at a time: the top-level object by hand, each
+    top-level value and each roster entry by ``raw_decode`` (C), at most ``MAX_VALUE_CHARS``
+    of text at once. Also hashes the raw bytes and enforces ``MAX_MANIFEST_BYTES``."""
+
+    def __init__(self, source: IO[bytes]) -> None:
+        self._source = source
+        self._utf8 = codecs.getincrementaldecoder("utf-8")()
+        self._sha = hashlib.sha256()
+        self._read = 0
+        self._eof = False
+        self._buf = ""
+        self._pos = 0
+        self._decoder = json.JSONDecoder(object_pairs_hook=_Hook())
+
+    @property
+    def digest(self) -> str:
+        return self._sha.hexdigest()
+
+    def _more(self) -> bool:
+        """Append the next chunk to the buffer (dropping what was consumed); False at EOF."""
+        if self._eof:
+            return False
+        data = self._source.read(_READ)
+        start = self._read
+        self._read += len(data)
+        if self._read > MAX_MANIFEST_BYTES:
+            raise FormatError(f"manifest is more than {MAX_MANIFEST_BYTES} bytes")
+        self._sha.update(data)
+        self._eof = not data
+        try:
+            text = self._utf8.decode(data, final=self._eof)
+        except UnicodeDecodeError as exc:
+            raise FormatError(f"manifest is not UTF-8 (byte {start + exc.start})") from None
+        self._buf = self._buf[self._pos :] + text
+        self._pos = 0
+        return True
+
+    def _ws(self) -> str:
+        """Skip whitespace; the next character ("" at the end)."""
+        while True:
+            self._pos = _WS.match(self._buf, self._pos).end()  # type: ignore[union-attr]
+            if self._pos < len(self._buf) or not self._more():
+                return self._buf[self._pos : self._pos + 1]
+
+    def _expect(self, chars: str) -> str:
+        c = self._ws()
+        if not c or c not in chars:
+            found = repr(c) if c else "the end"
+            raise FormatError(f"manifest is not valid JSON: expected {chars!r}, found {found}")
+        self._pos += 1
+        return c
+
+    def value(self) -> Any:
+        """The next JSON value, through the validating hook."""
+        self._ws()
+        while True:
+            try:
+                value, end = self._decoder.raw_decode(self._buf, self._pos)
+            except (ValueError, RecursionError) as exc:
+                if len(self._buf) - self._pos > MAX_VALUE_CHARS or not self._more():
+                    raise FormatError(f"manifest is not valid JSON: {exc}") from None
+                continue
+            if end < len(self._buf) or self._eof:  # a number may go on in the next chunk
+                self._pos = end
+                return value
+            if len(self._buf) - self._pos > MAX_VALUE_CHARS or not self._more():
+                self._pos = end
+                return value
+
+    def array(self, kind: type, into: Any) -> None:
+        """The items of the array that comes next, each checked to be a ``kind``.
+
+        The common case is inlined (whitespace, one C scan per item, the separator), with
+        at least ``_AHEAD`` characters buffered; anything else takes the general path."""
+        self._expect("[")
+        if self._ws() == "]":
+            self._pos += 1
+            return
+        what = "files" if kind is ManifestEntry else "leftovers"
+        ws, scan = _WS.match, self._decoder.scan_once  # type: ignore[attr-defined]
+        while True:
+            if len(self._buf) - self._pos < _AHEAD:
+                self._more()
+            buf = self._buf
+            pos = ws(buf, self._pos).end()  # type: ignore[union-attr]
+            if buf[pos : pos + 1] != "{":
+                self._pos = pos
+                if self._ws() != "{":
+                    raise FormatError("arrays may only hold objects (files, leftovers)")
+                item = self.value()
+            else:
+                try:
+                    item, end = scan(buf, pos)
+                except (StopIteration, ValueError, RecursionError):
+                    end = len(buf)  # incomplete or invalid: the general path says which
+                if end < len(buf):
+                    self._pos = end
+                else:
+                    self._pos = pos
+                    item = self.value()
+            if not isinstance(item, kind):
+                raise FormatError(f"{what}: must be a list of {what} entries")
+            into.append(item)
+            pos = ws(self._buf, self._pos).end()  # type: ignore[union-attr]
+            c = self._buf[pos : pos + 1]
+            if c == ",":
+                self._pos = pos + 1
+                continue
+            self._pos = pos
+            if c == "]" or self._expect(",]") == "]":
+                if c == "]":
+                    self._pos += 1
+                return
+
+    def document(self) -> tuple[dict[str, Any], Roster, list[Leftover]]:
+        """The top-level scalars, the files and the leftovers."""
+        top: dict[str, Any] = {}
+        files, leftovers = Roster(), list[Leftover]()
+        if self._ws() != "{":
+            if not self._ws():
+                raise FormatError("manifest is not valid JSON: it is empty")
+            raise FormatError("manifest must be a JSON object with schema, run_id, files, ...")
+        self._pos += 1
+        if self._ws() == "}":
+            raise FormatError("empty object where the schema has none")
+        while True:
+            self._ws()
+            key = self.value()
+            if not isinstance(key, str):
+                raise FormatError("manifest is not valid JSON: object keys must be strings")
+            if key not in _TOP_KEYS:
+                raise FormatError(f"unexpected object with keys {[key]}")
+            if key in top:
+                raise FormatError(f"duplicate key in object with keys {sorted(top)[:8]}")
+            self._expect(":")
+            if key in ("files", "leftovers") and self._ws() == "[":
+                self.array(ManifestEntry if key == "files" else Leftover,
+                           files if key == "files" else leftovers)  # fmt: skip
+                top[key] = None
+            else:
+                top[key] = self.value()
+                if isinstance(top[key], list):
+                    raise FormatError("arrays may only hold objects (files, leftovers)")
+            if self._expect(",}") == "}":
+                break
+        if self._ws():
+            raise FormatError("manifest is not valid JSON: extra data after the object")
+        return top, files, leftovers
 
 
-def parse_manifest(data: bytes) -> Manifest:
-    """Validate raw manifest bytes. Raises FormatError with the first problem found."""
-    if len(data) > MAX_MANIFEST_BYTES:
-        raise FormatError(f"manifest is {len(data)} bytes, more than {MAX_MANIFEST_BYTES}")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"manifest is not UTF-8 (byte {exc.start})") from None
-    _prescreen(data)
-    try:
-        top = json.loads(text, object_pairs_hook=_Hook())
-    except (ValueError, RecursionError) as exc:
-        raise FormatError(f"manifest is not valid JSON: {exc}") from None
-    if not isinstance(top, dict):
-        raise FormatError("manifest must be a JSON object with schema, run_id, files, ...")
+def _parse(source: IO[bytes]) -> Manifest:
+    parser = _Parser(source)
+    with collector_paused():
+        top, files, leftovers = parser.document()
     missing = [k for k in _REQUIRED_TOP if k not in top]
     if missing:
         raise FormatError(f"manifest lacks {missing}")
+    for key in ("files", "leftovers"):
+        if key in top and top[key] is not None:  # present, but not an array
+            raise FormatError(f"{key}: must be a list of {key} entries")
     if top["schema"] != SCHEMA:
         raise FormatError(f"schema is {str(top['schema'])[:80]!r}, expected {SCHEMA!r}")
     run_id, host, tool = top["run_id"], top["host"], top.get("tool")
@@ -253,54 +505,79 @@ def parse_manifest(data: bytes) -> Manifest:
         or (tool is not None and not isinstance(tool, str))
     ):
         raise FormatError("host and tool must be strings")
-    files = _typed_list(top["files"], ManifestEntry, "files")
-    leftovers = _typed_list(top.get("leftovers", []), Leftover, "leftovers")
-    _check_roster([e.path for e in files] + [e.path for e in leftovers])
+    _check_roster(files, leftovers)
     totals = top.get("totals")
     if totals is not None:
-        want = _Totals(len(files), sum(e.size for e in files))
+        want = _Totals(len(files), files.total_bytes)
         if totals != want:
             raise FormatError(f"totals {totals} do not match the files ({want})")
-    return Manifest(
-        run_id,
-        _created(top["created_at"]),
-        host,
-        tuple(files),
-        tuple(leftovers),
-        hashlib.sha256(data).hexdigest(),
-        tool,
-    )
+    created = _created(top["created_at"])
+    return Manifest(run_id, created, host, files, tuple(leftovers), parser.digest, tool)
 
 
-def _check_roster(paths: list[str]) -> None:
+def parse_manifest(data: bytes) -> Manifest:
+    """Validate raw manifest bytes. Raises FormatError with the first problem found."""
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise FormatError(f"manifest is {len(data)} bytes, more than {MAX_MANIFEST_BYTES}")
+    return _parse(io.BytesIO(data))
+
+
+def _check_roster(files: Roster, leftovers: list[Leftover]) -> None:
+    """No path twice (after NFC), no path that is also another entry's directory.
+
+    A roster in sorted NFC order (what the builder writes) is checked with bisect and no
+    extra memory; any other order with a set of the NFC paths."""
     seen: set[str] = set()
-    for path in paths:
-        key = normalize_path(path)
-        if key in seen:
-            raise FormatError(f"path {path!r} is listed twice (after NFC normalisation)")
-        seen.add(key)
-    for key in seen:
-        head, _, _ = key.rpartition("/")
+    if not files._sorted_nfc:
+        for path in files.paths:
+            key = normalize_path(path)
+            if key in seen:
+                raise FormatError(f"path {path!r} is listed twice (after NFC normalisation)")
+            seen.add(key)
+    extra: set[str] = set()
+    for left in leftovers:
+        key = normalize_path(left.path)
+        if key in extra or key in seen or files.find(key) is not None:
+            raise FormatError(f"path {left.path!r} is listed twice (after NFC normalisation)")
+        extra.add(key)
+
+    def listed(key: str) -> bool:
+        return key in extra or key in seen or files.find(key) is not None
+
+    last_parent = None
+    for path in (*files.paths, *(left.path for left in leftovers)):
+        head = normalize_path(path).rpartition("/")[0]
+        if head == last_parent:
+            continue  # its parents were just checked
+        last_parent = head
         while head:
-            if head in seen:
+            if listed(head):
                 raise FormatError(f"path {head!r} is both a file and a directory")
-            head, _, _ = head.rpartition("/")
+            head = head.rpartition("/")[0]
 
 
 def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read and validate a manifest file (FormatError if missing, too big or invalid)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_MANIFEST_BYTES + 1)
+        f = open(path, "rb")  # noqa: SIM115 - closed below, after the streamed parse
     except OSError as exc:
         raise FormatError(
             f"cannot read manifest {os.fspath(path)!r}: {exc.strerror}",
             "build it on the box with `rentcheck manifest build`",
         ) from None
     try:
-        return parse_manifest(data)
+        with f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_MANIFEST_BYTES:
+                raise FormatError(f"manifest is {size} bytes, more than {MAX_MANIFEST_BYTES}")
+            return _parse(f)
     except FormatError as exc:
         raise FormatError(f"{os.fspath(path)}: {exc.message}", exc.hint) from None
+    except OSError as exc:
+        raise FormatError(
+            f"cannot read manifest {os.fspath(path)!r}: {exc.strerror}",
+            "copy it from the box again",
+        ) from None
 
 
 def check_manifest(path: str | os.PathLike[str]) -> tuple[Manifest | None, list[Finding]]:
@@ -326,8 +603,9 @@ def build_manifest_file(
     out = Path(output) if output is not None else Path(root) / builder.MANIFEST_NAME
     try:
         builder.check_output(os.fspath(root), os.fspath(out))
-        manifest = builder.build_manifest(os.fspath(root), run_id, jobs, with_blake3, (str(out),))
-        builder.atomic_write_bytes(os.fspath(out), builder.dumps(manifest))
+        manifest = builder.write_manifest(
+            os.fspath(root), os.fspath(out), run_id, jobs, with_blake3
+        )
     except builder.BuildError as exc:
         raise UsageError(exc.message, exc.hint) from None
     except OSError as exc:

@@ -18,11 +18,17 @@ Policy (the verifier imports the same functions, so both sides agree):
   the build still succeeds (exit 0, with a warning) and the verifier reports each one as RC510;
 * ``PULL_MANIFEST.json`` and ``PULL_VERIFIED.json`` at the top of ROOT are never listed;
 * the output is written atomically (temp file in the same directory, fsync, rename, fsync dir).
+
+Cost and memory (see ``iter_entries``): the tree is walked in sorted order and the manifest is
+streamed to the temp file as it is hashed, so memory does not grow with the file count; each
+small file costs one open, one ``fstat``, one read and one ``fstat`` after (to refuse a file that
+changed), in the walking thread; large files are hashed by a thread pool.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import datetime
 import hashlib
@@ -34,6 +40,8 @@ import secrets
 import socket
 import stat
 import sys
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -42,6 +50,8 @@ MANIFEST_NAME = "PULL_MANIFEST.json"
 VERIFIED_NAME = "PULL_VERIFIED.json"
 RESERVED_NAMES = (MANIFEST_NAME, VERIFIED_NAME)
 CHUNK = 4 * 1024 * 1024
+SMALL = 256 * 1024  # files up to this size are hashed where the walk finds them (no hand-off)
+WINDOW = 4096  # entries held back at most, waiting for an earlier large file
 LEFTOVER_SUFFIXES = (
     ".tmp",
     ".temp",
@@ -101,32 +111,51 @@ def _inside(path: str, root_real: str) -> bool:
     return path == root_real or path.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
-def walk(root: str, exclude: tuple[str, ...] = ()) -> tuple[list[tuple[str, str]], list[str]]:
-    """(rel path, path to read) of every file, and the rel paths of leftovers; sorted."""
+def _listing(
+    root: str, prefix: str, root_real: str, excluded: set[str], excluded_names: set[str]
+) -> list[tuple[str, str, str | None]]:
+    """One directory's entries as (sort key, rel, path to read or None for a directory).
+
+    Sorted (descending, they are popped from the end) by name, with ``/`` appended to
+    directory names: a depth-first walk in that order yields rel paths exactly in
+    ``sorted()`` order, so the roster streams without ever being held whole.
+    """
+    items: list[tuple[str, str, str | None]] = []
+    with os.scandir(os.path.join(root, prefix) if prefix else root) as entries:
+        for entry in entries:
+            rel = prefix + entry.name
+            check_name(rel)
+            if not prefix and entry.name in RESERVED_NAMES:
+                continue
+            if entry.name in excluded_names and os.path.realpath(entry.path) in excluded:
+                continue
+            target = _classify(entry, rel, root_real)
+            items.append(
+                (entry.name + "/", rel, None) if target is None else (entry.name, rel, target)
+            )
+    items.sort(reverse=True)
+    return items
+
+
+def iter_tree(root: str, exclude: tuple[str, ...] = ()) -> Iterator[tuple[str, str | None]]:
+    """(rel path, path to read) of every file, in sorted rel order; None to read: a leftover.
+
+    Memory is one directory listing per level of the tree, whatever the file count.
+    """
     root_real = os.path.realpath(root)
-    files: list[tuple[str, str]] = []
-    leftovers: list[str] = []
     excluded = {os.path.realpath(p) for p in exclude}
-    excluded_names = {os.path.basename(p) for p in excluded}
-    stack = [""]
+    names = {os.path.basename(p) for p in excluded}
+    stack = [_listing(root, "", root_real, excluded, names)]
     while stack:
-        prefix = stack.pop()
-        with os.scandir(os.path.join(root, prefix) if prefix else root) as entries:
-            for entry in entries:
-                rel = prefix + entry.name
-                check_name(rel)
-                if not prefix and entry.name in RESERVED_NAMES:
-                    continue
-                if entry.name in excluded_names and os.path.realpath(entry.path) in excluded:
-                    continue
-                target = _classify(entry, rel, root_real)
-                if target is None:
-                    stack.append(rel + "/")
-                elif leftover_reason(rel):
-                    leftovers.append(rel)
-                else:
-                    files.append((rel, target))
-    return sorted(files), sorted(leftovers)
+        items = stack[-1]
+        if not items:
+            stack.pop()
+            continue
+        _, rel, target = items.pop()
+        if target is None:
+            stack.append(_listing(root, rel + "/", root_real, excluded, names))
+        else:
+            yield rel, (None if leftover_reason(rel) else target)
 
 
 def _classify(entry: os.DirEntry[str], rel: str, root_real: str) -> str | None:
@@ -158,34 +187,66 @@ def _classify(entry: os.DirEntry[str], rel: str, root_real: str) -> str | None:
     )
 
 
+_BLAKE3: list[Any] = []  # the blake3 constructor, looked up once (None: not installed)
+
+
 def _blake3() -> Any:
-    try:
-        return importlib.import_module("blake3").blake3()
-    except ImportError:
-        return None
+    if not _BLAKE3:  # a failed import is not cached by Python: look only once per process
+        try:
+            _BLAKE3.append(importlib.import_module("blake3").blake3)
+        except ImportError:
+            _BLAKE3.append(None)
+    return _BLAKE3[0]
 
 
-def hash_file(rel: str, path: str, with_blake3: bool = True) -> dict[str, Any]:
-    """One roster entry; refuses a file that changes while it is read."""
+def _open(rel: str, path: str) -> tuple[int, os.stat_result]:
+    """The open file and its one ``fstat`` (the walk itself stats nothing)."""
     try:
-        with open(path, "rb", buffering=0) as f:
-            before = os.fstat(f.fileno())
-            sha = hashlib.sha256()
-            b3 = _blake3() if with_blake3 else None
-            buf = bytearray(CHUNK)
-            view = memoryview(buf)
-            total = 0
-            while True:
-                n = f.readinto(buf)
-                if not n:
-                    break
-                sha.update(view[:n])
-                if b3 is not None:
-                    b3.update(view[:n])
-                total += n
-            after = os.fstat(f.fileno())
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise BuildError(f"cannot read {rel!r}: {exc.strerror}", "fix its permissions") from None
+    try:
+        return fd, os.fstat(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+_BUFFERS = threading.local()
+
+
+def _buffer(size: int) -> bytearray:
+    """This thread's read buffer: allocated (and its pages faulted in) once, not per file."""
+    buf = getattr(_BUFFERS, "buf", None)
+    if buf is None or len(buf) < size:
+        buf = _BUFFERS.buf = bytearray(size)
+    return buf
+
+
+def _hash_fd(
+    rel: str, fd: int, before: os.stat_result, with_blake3: bool, buf: bytearray
+) -> dict[str, Any]:
+    """Hash the open file ``fd`` (reads sized to the file) into one roster entry; closes it."""
+    sha = hashlib.sha256()
+    new_b3 = _blake3() if with_blake3 else None
+    b3 = new_b3() if new_b3 is not None else None
+    total, want = 0, before.st_size
+    try:
+        with memoryview(buf) as view:
+            while total < want:  # the fstat after the read catches a file that grew
+                n = os.readv(fd, [buf])
+                if not n:
+                    break
+                with view[:n] as piece:
+                    sha.update(piece)
+                    if b3 is not None:
+                        b3.update(piece)
+                total += n
+        after = os.fstat(fd)
+    except OSError as exc:
+        raise BuildError(f"cannot read {rel!r}: {exc.strerror}", "fix its permissions") from None
+    finally:
+        os.close(fd)
     if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or (
         total != after.st_size
     ):
@@ -201,9 +262,92 @@ def hash_file(rel: str, path: str, with_blake3: bool = True) -> dict[str, Any]:
     return entry
 
 
+def hash_file(rel: str, path: str, with_blake3: bool = True) -> dict[str, Any]:
+    """One roster entry; refuses a file that changes while it is read."""
+    fd, before = _open(rel, path)
+    return _hash_fd(rel, fd, before, with_blake3, _buffer(CHUNK))
+
+
+def _hash_big(rel: str, fd: int, before: os.stat_result, with_blake3: bool) -> dict[str, Any]:
+    return _hash_fd(rel, fd, before, with_blake3, _buffer(CHUNK))
+
+
+def iter_entries(
+    root: str,
+    jobs: int | None = None,
+    with_blake3: bool = True,
+    exclude: tuple[str, ...] = (),
+    leftovers: list[dict[str, Any]] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The roster entries of ``root`` in sorted path order, streamed (BuildError on a refusal).
+
+    Small files (up to ``SMALL`` bytes) are read and hashed right where the walk finds them,
+    one read each into one reused buffer: no hand-off, no allocation per file. Larger files go
+    to ``jobs`` hashing threads (hashlib releases the GIL), so big files hash in parallel while
+    the walk goes on. Entries are yielded in order; at most ``WINDOW`` wait for an earlier
+    large file, so memory stays bounded whatever the file count. Leftovers are appended to
+    ``leftovers`` (with their size), not hashed.
+    """
+    workers = max(1, jobs or min(8, os.cpu_count() or 1))
+    buf = bytearray(SMALL)
+    pending: collections.deque[Any] = collections.deque()  # entry dicts or (future, fd)
+    inflight = 0
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        for rel, path in iter_tree(root, exclude):
+            if path is None:
+                if leftovers is not None:
+                    size = os.lstat(os.path.join(root, rel)).st_size
+                    leftovers.append({"path": rel, "size": size, "reason": leftover_reason(rel)})
+                continue
+            fd, st = _open(rel, path)
+            if st.st_size <= SMALL:
+                pending.append(_hash_fd(rel, fd, st, with_blake3, buf))
+            else:
+                pending.append((pool.submit(_hash_big, rel, fd, st, with_blake3), fd))
+                inflight += 1
+            while pending:
+                head = pending[0]
+                if isinstance(head, tuple):
+                    busy = not head[0].done()
+                    if busy and len(pending) <= WINDOW and inflight < 2 * workers:
+                        break
+                    head = head[0].result()
+                    inflight -= 1
+                pending.popleft()
+                yield head
+        while pending:
+            head = pending.popleft()
+            yield head[0].result() if isinstance(head, tuple) else head
+    finally:
+        for item in pending:  # refused or abandoned: close what never reached a worker
+            if isinstance(item, tuple) and item[0].cancel():
+                os.close(item[1])
+        pool.shutdown(wait=True)
+
+
 def default_run_id() -> str:
     now = datetime.datetime.now(datetime.timezone.utc)
     return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
+
+
+def _header(root: str, run_id: str | None) -> dict[str, Any]:
+    """Everything but the roster; refuses a ROOT that is no directory or a bad run id."""
+    if not os.path.isdir(root):
+        raise BuildError(f"ROOT {root!r} is not a directory", "pass the run's result directory")
+    run_id = default_run_id() if run_id is None else run_id
+    if not _RUN_ID.match(run_id):
+        raise BuildError(
+            f"run id {run_id!r} is empty, too long or has spaces, slashes or control characters",
+            "use letters, digits and . _ - : only",
+        )
+    return {
+        "schema": SCHEMA,
+        "run_id": run_id,
+        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "tool": "rentcheck-manifest-builder/1 python/{}.{}".format(*sys.version_info[:2]),
+    }
 
 
 def build_manifest(
@@ -213,53 +357,98 @@ def build_manifest(
     with_blake3: bool = True,
     exclude: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """The manifest as a JSON-ready dict. Raises BuildError for anything it refuses."""
-    if not os.path.isdir(root):
-        raise BuildError(f"ROOT {root!r} is not a directory", "pass the run's result directory")
-    run_id = default_run_id() if run_id is None else run_id
-    if not _RUN_ID.match(run_id):
-        raise BuildError(
-            f"run id {run_id!r} is empty, too long or has spaces, slashes or control characters",
-            "use letters, digits and . _ - : only",
-        )
-    files, leftover_paths = walk(root, exclude)
-    workers = max(1, jobs or min(8, os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        entries = list(pool.map(lambda ft: hash_file(ft[0], ft[1], with_blake3), files))
-    leftovers = []
-    for rel in leftover_paths:
-        st = os.lstat(os.path.join(root, rel))
-        leftovers.append({"path": rel, "size": st.st_size, "reason": leftover_reason(rel)})
-    return {
-        "schema": SCHEMA,
-        "run_id": run_id,
-        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "host": socket.gethostname(),
-        "tool": "rentcheck-manifest-builder/1 python/{}.{}".format(*sys.version_info[:2]),
-        "files": entries,
-        "leftovers": leftovers,
-        "totals": {"files": len(entries), "bytes": sum(e["size"] for e in entries)},
-    }
+    """The manifest as a JSON-ready dict (held whole; ``write_manifest`` streams it)."""
+    doc = _header(root, run_id)
+    leftovers: list[dict[str, Any]] = []
+    entries = list(iter_entries(root, jobs, with_blake3, exclude, leftovers))
+    doc.update(files=entries, leftovers=leftovers)
+    doc["totals"] = {"files": len(entries), "bytes": sum(e["size"] for e in entries)}
+    return doc
 
 
-def atomic_write_bytes(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(
-        directory,
-        f".{os.path.basename(path)}.tmp-{os.getpid()}-{secrets.token_hex(4)}",
+def write_manifest(
+    root: str,
+    output: str,
+    run_id: str | None = None,
+    jobs: int | None = None,
+    with_blake3: bool = True,
+) -> dict[str, Any]:
+    """Stream the manifest of ``root`` into ``output`` atomically; the manifest without its
+    ``files`` (for the summary). The bytes are exactly ``dumps(build_manifest(...))``:
+    ``created_at`` is the time the build started."""
+    doc = _header(root, run_id)
+    leftovers: list[dict[str, Any]] = []
+    count = nbytes = 0
+    with AtomicFile(output) as out:
+        head = _json({"created_at": doc["created_at"]})
+        out.write((head[: -len("\n}")] + ',\n  "files": [').encode())
+        sep = "\n"
+        for entry in iter_entries(root, jobs, with_blake3, (output, out.tmp), leftovers):
+            out.write((sep + _entry_text(entry)).encode())
+            sep = ",\n"
+            count += 1
+            nbytes += entry["size"]
+        doc.update(leftovers=leftovers, totals={"files": count, "bytes": nbytes})
+        tail = {k: v for k, v in doc.items() if k != "created_at"}
+        out.write((("\n  ]," if count else "],") + _json(tail)[1:] + "\n").encode())
+    return doc
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def _entry_text(entry: dict[str, Any]) -> str:
+    """``_json(entry)`` indented as an item of the top-level ``files`` list, 10x faster."""
+    b3 = entry.get("blake3")
+    path = json.dumps(entry["path"], ensure_ascii=False)
+    return (
+        "    {\n"
+        + ("" if b3 is None else f'      "blake3": "{b3}",\n')
+        + f'      "mtime_ns": {entry["mtime_ns"]},\n      "path": {path},\n'
+        + f'      "sha256": "{entry["sha256"]}",\n      "size": {entry["size"]}\n    }}'
     )
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+
+
+class AtomicFile:
+    """Bytes written to a temp name beside ``path``, then fsync'd and renamed over it (readers
+    see the old file or the new one, never half); the temp file is removed on any error."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.directory = os.path.dirname(os.path.abspath(path))
+        self.tmp = os.path.join(
+            self.directory, f".{os.path.basename(path)}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        )
+        self._file: Any = None
+
+    def __enter__(self) -> AtomicFile:
+        fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        self._file = os.fdopen(fd, "wb", buffering=1 << 20)
+        return self
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        done = False
+        try:
+            if kind is None:
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            self._file.close()
+            if kind is None:
+                os.replace(self.tmp, self.path)
+                done = True
+        finally:
+            if not done:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.tmp)
+        if done:
+            _fsync_dir(self.directory)
+
+
+def _fsync_dir(directory: str) -> None:
     try:
         dfd = os.open(directory, os.O_RDONLY)
     except OSError:  # pragma: no cover - platforms without directory fds
@@ -272,8 +461,14 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
         os.close(dfd)
 
 
+def atomic_write_bytes(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
+    with AtomicFile(path) as out:
+        out.write(data)
+
+
 def dumps(manifest: dict[str, Any]) -> bytes:
-    return (json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
+    return (_json(manifest) + "\n").encode()
 
 
 def check_output(root: str, output: str) -> None:
@@ -299,10 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     output = args.output or os.path.join(args.root, MANIFEST_NAME)
     try:
         check_output(args.root, output)
-        manifest = build_manifest(
-            args.root, args.run_id, args.jobs, not args.no_blake3, exclude=(output,)
-        )
-        atomic_write_bytes(output, dumps(manifest))
+        manifest = write_manifest(args.root, output, args.run_id, args.jobs, not args.no_blake3)
     except BuildError as exc:
         print(f"rentcheck: error: {exc}", file=sys.stderr)
         return 2

@@ -1,4 +1,5 @@
-"""One status line on a terminal while a long verification runs: bytes done / total, rate, ETA.
+"""One status line on a terminal while a long verification runs: files and bytes done / total,
+rates, ETA.
 
 Only used when stderr is a terminal (the CLI decides); colour follows ``--color``/``NO_COLOR``.
 Safe to call from the verifier's worker threads.
@@ -13,6 +14,9 @@ from typing import TextIO
 __all__ = ["TerminalProgress", "human_bytes"]
 
 _DIM, _RESET = "\x1b[2m", "\x1b[0m"
+#: what opening, checking and closing one file costs, in bytes read: the ETA weighs files by it,
+#: so a tree of many small files does not show a far too hopeful time
+FILE_COST_BYTES = 64 * 1024
 
 
 def human_bytes(n: float) -> str:
@@ -41,6 +45,7 @@ class TerminalProgress:
         self._total = 0
         self._files = 0
         self._done = 0
+        self._files_done = 0
         self._start = time.monotonic()
         self._shown = 0.0
 
@@ -50,9 +55,10 @@ class TerminalProgress:
             self._start = time.monotonic()
             self._draw(self._start)
 
-    def advance(self, nbytes: int) -> None:
+    def advance(self, nbytes: int, files: int = 0) -> None:
         with self._lock:
             self._done += nbytes
+            self._files_done += files
             now = time.monotonic()
             if now - self._shown >= self._interval:
                 self._draw(now)
@@ -60,10 +66,15 @@ class TerminalProgress:
     def _line(self, now: float) -> tuple[str, str]:
         elapsed = max(now - self._start, 1e-6)
         rate = self._done / elapsed
-        head = f"verify: {human_bytes(self._done)} / {human_bytes(self._total)}"
-        left = self._total - self._done
-        eta = _duration(left / rate) if rate > 0 and self._done else "--:--"
-        return head, f"{human_bytes(rate)}/s, ETA {eta}, {self._files} files"
+        head = (
+            f"verify: {self._files_done:,}/{self._files:,} files, "
+            f"{human_bytes(self._done)} / {human_bytes(self._total)}"
+        )
+        done = self._done + self._files_done * FILE_COST_BYTES
+        left = self._total + self._files * FILE_COST_BYTES - done
+        eta = _duration(left * elapsed / done) if done > 0 else "--:--"
+        files_rate = self._files_done / elapsed
+        return head, f"{files_rate:,.0f} files/s, {human_bytes(rate)}/s, ETA {eta}"
 
     def _draw(self, now: float) -> None:
         head, tail = self._line(now)
@@ -78,7 +89,7 @@ class TerminalProgress:
         with self._lock:
             elapsed = max(time.monotonic() - self._start, 1e-6)
             summary = (
-                f"verify: read {human_bytes(self._done)} of {self._files} files in "
+                f"verify: read {human_bytes(self._done)} of {self._files_done:,} files in "
                 f"{elapsed:.1f} s ({human_bytes(self._done / elapsed)}/s)"
             )
             self._stream.write(f"\r\x1b[K{summary}\n")

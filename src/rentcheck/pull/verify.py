@@ -11,7 +11,7 @@ checked against the (device, inode) that was vetted. Nothing here prints.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,14 +25,16 @@ from rentcheck.pull.filecheck import (
     CHUNK_SIZE,
     CheckOptions,
     FileVerdict,
+    Outcome,
     check_one,
     to_finding,
     verify_file,
 )
 from rentcheck.pull.formats.base import Issue
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES
-from rentcheck.pull.manifest import Manifest, ManifestEntry, load_manifest, normalize_path
-from rentcheck.pull.readpipe import BufferPool
+from rentcheck.pull.manifest import Manifest, load_manifest, normalize_path
+from rentcheck.pull.nogc import collector_paused
+from rentcheck.pull.readpipe import INLINE_CHUNK, BufferPool
 from rentcheck.pull.rules import (
     EMPTY_PULL,
     LEFTOVER_PARTIAL,
@@ -55,11 +57,12 @@ __all__ = [
 
 
 class Progress(Protocol):
-    """Told the work ahead once, then every chunk read (from several threads at once)."""
+    """Told the work ahead once, then every read and every finished file (from several
+    threads at once): ``advance(nbytes, files)`` with ``files`` 1 when a file is done."""
 
     def start(self, total_bytes: int, files: int) -> None: ...
 
-    def advance(self, nbytes: int) -> None: ...
+    def advance(self, nbytes: int, files: int = 0) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -83,10 +86,10 @@ class VerifyResult:
 
 def _roster(
     manifest: Manifest | None, local: dict[str, LocalFile], problems: set[str], run_id: str | None
-) -> tuple[list[Finding], dict[str, ManifestEntry | None]]:
+) -> tuple[list[Finding], dict[str, int | None]]:
     """Manifest-level findings and, for each local file to read, its manifest entry."""
     findings: list[Finding] = []
-    todo: dict[str, ManifestEntry | None] = {}
+    todo: dict[str, int | None] = {}  # position in the roster: entries are made when read
     name = builder.MANIFEST_NAME
     if manifest is None:
         for rel in local:
@@ -109,8 +112,11 @@ def _roster(
     for left in manifest.leftovers:
         msg = f"left over on the box ({left.reason}, {left.size} bytes); not hashed, not pulled"
         findings.append(to_finding(Issue(LEFTOVER_PARTIAL, msg), left.path))
-    by_key: dict[str, str] = {}
-    for rel in sorted(local, key=lambda r: (normalize_path(r) != r, r)):  # NFC spelling first
+    by_key: dict[str, str] = {rel: rel for rel in local if rel.isascii()}  # NFC already
+    others = sorted(
+        (r for r in local if not r.isascii()), key=lambda r: (normalize_path(r) != r, r)
+    )
+    for rel in others:  # NFC spellings first
         key = normalize_path(rel)
         if key in by_key:  # two local names that are one name after NFC: check both
             msg = f"same name as {by_key[key]!r} after Unicode (NFC) normalisation"
@@ -118,23 +124,23 @@ def _roster(
             todo[rel] = None
         else:
             by_key[key] = rel
-    expected = manifest.by_path()
-    for key, entry in expected.items():
+    expected = manifest.files
+    for i, path in enumerate(expected.paths):  # entries are made for the files found only
+        key = normalize_path(path)
         match = by_key.get(key)
         if match is not None:
-            todo[match] = entry
-        elif entry.path not in problems and key not in problems:
+            todo[match] = i
+        elif path not in problems and key not in problems:
+            size = expected[i].size
             findings.append(
                 to_finding(
-                    Issue(
-                        MISSING_FILE, f"listed in the manifest ({entry.size} bytes) but not pulled"
-                    ),
-                    entry.path,
+                    Issue(MISSING_FILE, f"listed in the manifest ({size} bytes) but not pulled"),
+                    path,
                 )
             )
     left_keys = {normalize_path(left.path) for left in manifest.leftovers}
     for key, rel in by_key.items():
-        if key not in expected and key not in left_keys:
+        if rel not in todo and key not in left_keys:  # matched files are in todo
             reason = builder.leftover_reason(rel)
             issue = (
                 Issue(LEFTOVER_PARTIAL, f"leftover: {reason}")
@@ -161,6 +167,32 @@ def verify_tree(
 
     ``max_header`` caps a safetensors header; ``progress`` hears the bytes as they are read.
     """
+    with collector_paused():
+        return _verify_tree(
+            local_root,
+            manifest,
+            jobs=jobs,
+            deep=deep,
+            expected_run_id=expected_run_id,
+            extra_allowed_globals=extra_allowed_globals,
+            chunk_size=chunk_size,
+            max_header=max_header,
+            progress=progress,
+        )
+
+
+def _verify_tree(
+    local_root: str | os.PathLike[str],
+    manifest: Manifest | None,
+    *,
+    jobs: int | None,
+    deep: bool,
+    expected_run_id: str | None,
+    extra_allowed_globals: Iterable[str],
+    chunk_size: int,
+    max_header: int,
+    progress: Progress | None,
+) -> VerifyResult:
     root = os.fspath(local_root)
     local, problem_list = scan_tree(root)
     findings = [to_finding(issue, rel) for rel, issue in problem_list]
@@ -169,8 +201,10 @@ def verify_tree(
     if manifest is None and not local:
         findings.append(to_finding(Issue(EMPTY_PULL, "the directory holds no files"), None))
     chunk = max(64 * 1024, chunk_size)
-    order = sorted(todo, key=lambda rel: -local[rel].size)
     workers = max(1, jobs or min(4, os.cpu_count() or 1))
+    small_limit = min(chunk, INLINE_CHUNK)
+    big = sorted((r for r in todo if local[r].size > small_limit), key=lambda r: -local[r].size)
+    small = [r for r in todo if local[r].size <= small_limit]
     opts = CheckOptions(
         deep,
         tuple(extra_allowed_globals),
@@ -180,12 +214,17 @@ def verify_tree(
         BufferPool(),
         # Enough files to keep every worker busy: read inline, cache-friendly; otherwise
         # give each large file a helper thread for its hash (see readpipe).
-        pipeline=workers == 1 or len(order) < 2 * workers,
+        pipeline=workers == 1 or len(big) < 2 * workers,
     )
     if progress is not None:
-        progress.start(sum(local[rel].size for rel in order), len(order))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        outcomes = list(pool.map(lambda rel: check_one(local[rel], todo[rel], opts), order))
+        progress.start(sum(local[rel].size for rel in todo), len(todo))
+    files = manifest.files if manifest is not None else None
+
+    def check(rel: str) -> Outcome:
+        at = todo[rel]
+        return check_one(local[rel], None if at is None or files is None else files[at], opts)
+
+    outcomes = _check_all(big, small, workers, check)
     shards: dict[str, frozenset[str]] = {}
     for out in outcomes:
         findings += [to_finding(issue, out.verdict.path) for issue in out.issues]
@@ -204,6 +243,20 @@ def verify_tree(
         extra_allowed_globals=opts.allowed,
         bytes_read=sum(o.read for o in outcomes),
     )
+
+
+def _check_all(
+    big: list[str], small: list[str], workers: int, check: Callable[[str], Outcome]
+) -> list[Outcome]:
+    """Large files (largest first) on ``workers`` threads; small files one after another in
+    this thread meanwhile, in one batch: handing a 4 KiB file to a thread cost more than
+    reading it (a future, two context switches and the GIL ping-pong per file)."""
+    if workers == 1 or not big:
+        return [check(rel) for rel in big] + [check(rel) for rel in small]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(check, rel) for rel in big]
+        done = [check(rel) for rel in small]
+        return [f.result() for f in futures] + done
 
 
 def verify_pull(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rentcheck.errors import UsageError
 from rentcheck.pull.formats.base import Issue
@@ -14,8 +14,7 @@ from rentcheck.pull.rules import PATH_ESCAPES_ROOT, SPECIAL_FILE
 __all__ = ["LocalFile", "scan_tree"]
 
 
-@dataclass(frozen=True)
-class LocalFile:
+class LocalFile(NamedTuple):  # a tuple: made for every file, at a third of a dataclass's cost
     rel: str  # POSIX path relative to the root, as named on disk
     path: str  # what to open: the entry itself, or the in-root target of a symlink
     size: int
@@ -54,12 +53,13 @@ def scan_tree(root: str | os.PathLike[str]) -> tuple[dict[str, LocalFile], list[
             continue
         for entry in entries:
             rel = prefix + entry.name
-            try:
-                rel.encode("utf-8")
-            except UnicodeEncodeError:
-                shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
-                problems.append((shown, Issue(SPECIAL_FILE, "name is not valid UTF-8")))
-                continue
+            if not rel.isascii():
+                try:
+                    rel.encode("utf-8")
+                except UnicodeEncodeError:
+                    shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+                    problems.append((shown, Issue(SPECIAL_FILE, "name is not valid UTF-8")))
+                    continue
             if not prefix and entry.name in RESERVED_NAMES:
                 continue
             _visit(entry, rel, root_real, files=files, problems=problems, stack=stack)
