@@ -306,8 +306,8 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def _what_verify_proved(result: Any) -> str:
-    """"12 files, 9.4 GB, all digests match; 3 checkpoints structurally valid, safe to
-    load, finite" for a clean verify."""
+    """What a clean verify proved: files, bytes, digests, and the checkpoints judged
+    (structurally valid, safe to load, finite)."""
     from rentcheck.pull.progress import human_bytes
 
     files = result.files
@@ -318,8 +318,7 @@ def _what_verify_proved(result: Any) -> str:
     if checkpoints:
         checks = "loaded with torch too" if result.deep else "safe to load"
         said += (
-            f"; {checkpoints} checkpoint(s) structurally valid, {checks}, {tensors} tensors "
-            "finite"
+            f"; {checkpoints} checkpoint(s) structurally valid, {checks}, {tensors} tensors finite"
         )
     return said + "."
 
