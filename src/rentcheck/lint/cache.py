@@ -139,6 +139,8 @@ def _stored(finding: Finding) -> dict[str, Any]:
 
 
 def _finding(item: dict[str, Any], path: str) -> Finding:
+    # A cached finding read back as it was stored (not built from its rule: a plugin's rule
+    # may have changed its default since), so Finding's own constructor.
     return Finding(
         code=str(item["code"]),
         severity=Severity.parse(str(item["severity"])),

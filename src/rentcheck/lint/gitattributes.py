@@ -84,10 +84,8 @@ def _run(project: Project) -> list[Finding]:
         f" and {len(missing) - 3} more" if len(missing) > 3 else ""
     )
     return [
-        Finding(
-            code=RULE.code,
-            severity=RULE.default_severity,
-            message=(
+        RULE.finding(
+            (
                 f"{len(missing)} shell script(s) not pinned to LF ({shown}); add to "
                 f".gitattributes: {'; '.join(lines)}"
             ),

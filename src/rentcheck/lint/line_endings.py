@@ -49,10 +49,8 @@ def _run(source: SourceFile) -> list[Finding]:
     )
     fixed = data.replace(b"\r\n", b"\n")
     return [
-        Finding(
-            code=RULE.code,
-            severity=RULE.default_severity,
-            message=message,
+        RULE.finding(
+            message,
             path=source.path,
             line=line,
             col=first - (data.rfind(b"\n", 0, first) + 1) + 1,

@@ -73,10 +73,8 @@ def _run(source: SourceFile) -> list[Finding]:
     else:
         return []
     return [
-        Finding(
-            code=RULE.code,
-            severity=RULE.default_severity,
-            message=message,
+        RULE.finding(
+            message,
             path=source.path,
             line=1,
             col=1,

@@ -61,7 +61,9 @@ class ProfileResult:
 
 
 def _finding(rule_code: str, severity: Severity, message: str, path: str, line: int) -> Finding:
-    return Finding(rule_code, severity, message, path=path, line=line, col=1)
+    return rules.RULES_BY_CODE[rule_code].finding(
+        message, path=path, line=line, col=1, severity=severity
+    )
 
 
 def check_profile_file(
@@ -161,15 +163,14 @@ def _stamp_findings(
 def _stamp_finding(
     code: str, severity: Severity, message: str, doc: MarkdownDoc, stamp: Stamp
 ) -> Finding:
-    return Finding(
-        code,
-        severity,
+    return rules.RULES_BY_CODE[code].finding(
         message,
         path=doc.path,
         line=stamp.line,
         col=stamp.col,
         end_line=stamp.end_line,
         end_col=stamp.end_col,
+        severity=severity,
     )
 
 
@@ -199,7 +200,7 @@ def _unstamped_facts(doc: MarkdownDoc, stamps: list[Stamp]) -> list[Finding]:
             "`(verified <source> YYYY-MM)` or `(unverified)`"
         )
         line, col = doc.position(match.start())
-        findings.append(Finding(rule.code, rule.default_severity, message, doc.path, line, col))
+        findings.append(rule.finding(message, path=doc.path, line=line, col=col))
     return findings
 
 

@@ -163,9 +163,7 @@ def profile_from_doc(
     rule = rules.INVALID_FRONTMATTER
 
     def finding(message: str, line: int, **details: object) -> Finding:
-        return Finding(
-            rule.code, rule.default_severity, message, doc.path, line, 1, details=details
-        )
+        return rule.finding(message, path=doc.path, line=line, col=1, details=details)
 
     if doc.frontmatter is None:
         if doc.frontmatter_unclosed:

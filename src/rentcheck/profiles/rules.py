@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rentcheck.model import Applicability, Rule, Severity
 
-__all__ = ["RULES"]
+__all__ = ["RULES", "RULES_BY_CODE"]
 
 _FAMILY = "profiles"
 
@@ -303,3 +303,5 @@ RULES: tuple[Rule, ...] = (
     UNRECORDED_SOURCE,
     NETWORK_UNAVAILABLE,
 )
+
+RULES_BY_CODE: dict[str, Rule] = {rule.code: rule for rule in RULES}

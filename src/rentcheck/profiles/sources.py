@@ -184,7 +184,7 @@ def judge_fetches(
         rule = rules.NETWORK_UNAVAILABLE
         severity = Severity.ERROR if require_network else rule.default_severity
         message = f"no cited source answered ({len(fetched)} tried): the network looks unavailable"
-        findings.append(Finding(rule.code, severity, message, details={"tried": len(fetched)}))
+        findings.append(rule.finding(message, severity=severity, details={"tried": len(fetched)}))
         if not require_network:
             return findings
     reported: set[tuple[str, str]] = set()
@@ -208,14 +208,8 @@ def _judge_one(
     details: dict[str, Any] = {"url": source.url, "status": result.status}
 
     def make(rule: Any, message: str, severity: Severity | None = None) -> Finding:
-        return Finding(
-            rule.code,
-            severity or rule.default_severity,
-            message,
-            path=source.path,
-            line=source.line,
-            col=1,
-            details=details,
+        return rule.finding(  # type: ignore[no-any-return]
+            message, path=source.path, line=source.line, col=1, severity=severity, details=details
         )
 
     if result.failure in ("http", "dns") and result.status != 429:

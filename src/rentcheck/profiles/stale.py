@@ -66,15 +66,14 @@ def judge_stamps(path: str, stamps: list[Stamp], settings: StaleSettings) -> lis
             continue
         rule, severity, message = finding
         findings.append(
-            Finding(
-                rule.code,
-                severity,
+            rule.finding(
                 message,
                 path=path,
                 line=stamp.line,
                 col=stamp.col,
                 end_line=stamp.end_line,
                 end_col=stamp.end_col,
+                severity=severity,
                 details=stamp_record(stamp, settings, status),
             )
         )

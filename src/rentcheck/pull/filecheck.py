@@ -84,10 +84,7 @@ class Outcome:
 
 
 def to_finding(issue: Issue, path: str | None) -> Finding:
-    rule = RULES_BY_CODE[issue.code]
-    return Finding(
-        issue.code, rule.default_severity, issue.message, path=path, details=dict(issue.details)
-    )
+    return RULES_BY_CODE[issue.code].finding(issue.message, path=path, details=dict(issue.details))
 
 
 Feed = Callable[[memoryview], None] | None

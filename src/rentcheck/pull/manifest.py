@@ -586,9 +586,7 @@ def check_manifest(path: str | os.PathLike[str]) -> tuple[Manifest | None, list[
         return load_manifest(path), []
     except FormatError as exc:
         rule = RULES_BY_CODE[MANIFEST_INVALID]
-        return None, [
-            Finding(MANIFEST_INVALID, rule.default_severity, exc.message, path=os.fspath(path))
-        ]
+        return None, [rule.finding(exc.message, path=os.fspath(path))]
 
 
 def build_manifest_file(

@@ -181,5 +181,5 @@ def marker_drift(local_root: str | os.PathLike[str], marker: VerifiedMarker) -> 
         except OSError:
             why = "gone since it was verified"
         if why:
-            out.append(Finding(VERIFIED_MARKER_STALE, rule.default_severity, why, path=f.path))
+            out.append(rule.finding(why, path=f.path))
     return out

@@ -363,7 +363,7 @@ def run_resume(
     if settings.shim != "off" and not ref.shim.active:
         severity = Severity.WARNING if settings.shim == "on" else Severity.NOTE
         message = f"step shim {ref.shim.status}: {ref.shim.reason}"
-        outcome.findings.append(Finding(SHIM_UNAVAILABLE.code, severity, message))
+        outcome.findings.append(SHIM_UNAVAILABLE.finding(message, severity=severity))
     keep = not outcome.passed if keep_workdirs is None else keep_workdirs
     for chain in chains:
         if keep:

@@ -33,7 +33,7 @@ class Judgement:
 def _finding(rule: Rule, message: str, scenario: str | None = None, **details: Any) -> Finding:
     if scenario:
         message, details["scenario"] = f"{scenario}: {message}", scenario
-    return Finding(rule.code, rule.default_severity, message, details=details)
+    return rule.finding(message, details=details)
 
 
 def judge(settings: ResumeSettings, reference: RunRecord, chains: Sequence[Chain]) -> Judgement:

@@ -156,20 +156,22 @@ def _findings(outcome: SmokeOutcome) -> list[Finding]:
         if waived:
             message += f" [allowed: {failure.kind}]"
         severity = Severity.NOTE if waived else rule.default_severity
-        findings.append(Finding(rule.code, severity, message, path, line, details=details))
+        findings.append(
+            rule.finding(message, path=path, line=line, severity=severity, details=details)
+        )
     if outcome.outside:
         rule = SMOKE_CLASSES["outside-sandbox"]
         shown = ", ".join(outcome.outside[:5]) + (" ..." if len(outcome.outside) > 5 else "")
         severity = Severity.NOTE if "outside-sandbox" in settings.allow else rule.default_severity
         message = f"the run changed files in the project: {shown}"
         extra = {**details, "class": "outside-sandbox", "files": outcome.outside}
-        findings.append(Finding(rule.code, severity, message, details=extra))
+        findings.append(rule.finding(message, severity=severity, details=extra))
     # A run that failed before its first step was not hurt by a missing shim.
     mattered = failure is None or outcome.observed_steps > 0
     if settings.shim != "off" and not outcome.shim.active and mattered:
         severity = Severity.WARNING if settings.shim == "on" else Severity.NOTE
         message = f"step shim {outcome.shim.status}: {outcome.shim.reason}"
-        findings.append(Finding(SHIM_UNAVAILABLE.code, severity, message))
+        findings.append(SHIM_UNAVAILABLE.finding(message, severity=severity))
     return findings
 
 

@@ -79,9 +79,7 @@ def _run(project: Project) -> Iterator[Finding]:
         return
     ruff = _ruff()
     if ruff is None:
-        yield Finding(
-            RUFF_MISSING_RULE.code,
-            RUFF_MISSING_RULE.default_severity,
+        yield RUFF_MISSING_RULE.finding(
             "ruff is not installed: undefined-name and import checks (RC210) were skipped; "
             "pip install 'rentcheck[lint-python]'",
             path=files[0].path,
@@ -106,9 +104,7 @@ def _run(project: Project) -> Iterator[Finding]:
         return
     found = _ruff_findings(ruff, misses)
     if isinstance(found, str):
-        yield Finding(
-            RUFF_MISSING_RULE.code, RUFF_MISSING_RULE.default_severity, found, path=misses[0].path
-        )
+        yield RUFF_MISSING_RULE.finding(found, path=misses[0].path)
         return
     for source in misses:
         if cache is not None:
@@ -156,10 +152,9 @@ def _ruff_findings(ruff: str, files: list[SourceFile]) -> dict[str, list[Finding
         end = item.get("end_location") or {}
         severe = code == "syntax-error" or code.startswith(ERROR_CODES)
         found.setdefault(source.path, []).append(
-            Finding(
-                code=RUFF_RULE.code,
+            RUFF_RULE.finding(
+                f"{code} {item.get('message', '')}",
                 severity=Severity.ERROR if severe else Severity.WARNING,
-                message=f"{code} {item.get('message', '')}",
                 path=source.path,
                 line=location.get("row"),
                 col=location.get("column"),

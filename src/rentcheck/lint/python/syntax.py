@@ -95,10 +95,8 @@ def finding_at(
     rule: Rule, source: SourceFile, node: ast.expr, message: str, *, span: bool = True
 ) -> Finding:
     """A finding of ``rule`` at ``node``; ``span``: with where the node ends, too."""
-    return Finding(
-        code=rule.code,
-        severity=rule.default_severity,
-        message=message,
+    return rule.finding(
+        message,
         path=source.path,
         line=node.lineno,
         col=node.col_offset + 1,

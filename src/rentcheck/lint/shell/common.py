@@ -85,10 +85,8 @@ _parsed = parsed_script
 def shell_check(rule: Rule, run: ScriptRule) -> FileCheck:
     def check(source: SourceFile) -> list[Finding]:
         return [
-            Finding(
-                code=rule.code,
-                severity=rule.default_severity,
-                message=message,
+            rule.finding(
+                message,
                 path=source.path,
                 line=line,
                 col=col,
