@@ -8,7 +8,7 @@ import os
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from rentcheck.box.answer import parse_answer
+from rentcheck.box.answer import _no_constants
 from rentcheck.errors import RemoteError
 
 if TYPE_CHECKING:
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["gather_job", "job_stream"]
 
+JOB_SCHEMA = "rentcheck/job-facts/v1"
 _MAIN = '\nif __name__ == "__main__":\n'
 
 
@@ -47,6 +48,33 @@ def gather_job(box: Box, request: dict[str, Any], timeout: float) -> dict[str, A
             f"{result.stderr_tail()}",
             hint="the box needs python3 for launch-check and watch",
         )
-    facts = parse_answer(result.stdout, box.name)
+    facts = parse_job_answer(result.stdout, box.name)
     facts["round_trip_s"] = result.seconds
+    return facts
+
+
+_SHAPE = {"status": dict, "process": dict, "log": dict, "checkpoint": dict, "disk": dict,
+          "memory": dict, "gpu": dict, "unreadable": list}  # fmt: skip
+
+
+def parse_job_answer(stdout: bytes, host: str) -> dict[str, Any]:
+    """The job probe's JSON; RemoteError for anything else (the box's output is untrusted)."""
+    try:
+        facts = json.loads(stdout, parse_constant=_no_constants)
+    except ValueError:
+        head = stdout[:200].decode("utf-8", "replace")
+        raise RemoteError(
+            f"the job probe on {host} printed no JSON: {head!r}",
+            hint="a login script that prints text (motd, echo in ~/.bashrc) can cause this",
+        ) from None
+    if not isinstance(facts, dict) or facts.get("schema") != JOB_SCHEMA:
+        raise RemoteError(
+            f"the answer from {host} is not a rentcheck job probe answer",
+            hint="something on the box replaced python3 or the probe; check `which python3`",
+        )
+    for key, kind in _SHAPE.items():
+        if facts.get(key) is not None and not isinstance(facts[key], kind):
+            raise RemoteError(f"the job probe's answer from {host} is malformed: {key}")
+    if not isinstance(facts.get("now"), (int, float)):
+        raise RemoteError(f"the job probe's answer from {host} is malformed: now")
     return facts

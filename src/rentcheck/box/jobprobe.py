@@ -230,7 +230,15 @@ def job_facts(request: FactDict) -> FactDict:
             ckpt = os.path.join(str(status.get("cwd") or "~"), os.path.expanduser(str(ckpt)))
             facts["checkpoint"] = probe.read("checkpoint", checkpoint_facts, ckpt, probe)
     facts["disk"] = {}
-    for role, path in sorted((request.get("disk_paths") or {}).items()):
+    paths = dict(request.get("disk_paths") or {})
+    if request.get("disk_of_job") and status is not None:
+        # The log's and the checkpoints' filesystems, unless named otherwise.
+        log = status_log(request, status)
+        if log:
+            paths.setdefault("log", os.path.dirname(log))
+        if facts.get("checkpoint"):
+            paths.setdefault("checkpoint", facts["checkpoint"]["dir"])
+    for role, path in sorted(paths.items()):
         try:
             full = os.path.expanduser(path)
             facts["disk"][role] = dict(bounded(probe.limit(5), space, full), path=full)

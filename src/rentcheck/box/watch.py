@@ -16,7 +16,7 @@ from typing import Any
 from rentcheck.box.launch_check import finding, no_job
 from rentcheck.box.launch_rules import DEAD_CODES
 from rentcheck.box.launch_settings import WatchSettings
-from rentcheck.model import Finding
+from rentcheck.model import Finding, Severity
 
 __all__ = ["WatchOutcome", "judge_watch"]
 
@@ -139,7 +139,8 @@ def _progress(facts: Mapping[str, Any], state: dict[str, Any], settings: WatchSe
     return found, text
 
 
-def _ended(facts: Mapping[str, Any], settings: WatchSettings, host: str) -> list[Finding]:
+def _ended(facts: Mapping[str, Any], settings: WatchSettings, host: str,
+           step: int | None) -> list[Finding]:  # fmt: skip
     status = facts["status"]
     proc = facts.get("process") or {}
     log = facts.get("log") or {}
@@ -149,7 +150,6 @@ def _ended(facts: Mapping[str, Any], settings: WatchSettings, host: str) -> list
     if "exit_status" in status:
         code = status["exit_status"]
         took = float(status.get("ended_at", 0)) - float(status.get("started_at", 0))
-        step = (log.get("last_step") or {}).get("step")
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(status.get("ended_at", 0))))
         if code != 0:
             return [finding("RC351", f"exited with status {code} at {when} UTC after "
@@ -190,11 +190,11 @@ def judge_watch(facts: Mapping[str, Any], previous: Mapping[str, Any] | None,
         state = {"start_ticks": status.get("start_ticks"), "pid": status.get("pid")}
     proc = facts.get("process") or {}
     alive = bool(proc.get("alive")) and "exit_status" not in status
-    found = _ended(facts, settings, host)
+    progress, text = _progress(facts, state, settings, host, alive)
+    found = _ended(facts, settings, host, state.get("step"))
     if not proc.get("alive") and proc.get("group_alive"):
         found.append(finding("RC360", f"wrapper pid {status.get('pid')} gone, "
                              f"{proc['group_alive']} processes of its group still run", host))  # fmt: skip
-    progress, text = _progress(facts, state, settings, host, alive)
     disk, disk_text = _disk(facts, settings, host)
     gpu, gpu_text = _gpu(facts, state, host)
     found += progress + disk + gpu
@@ -212,7 +212,7 @@ def judge_watch(facts: Mapping[str, Any], previous: Mapping[str, Any] | None,
         health = "DEAD"
     elif "RC353" in codes:
         health = "FINISHED"
-    elif any(f.severity.value >= 2 for f in found):
+    elif any(f.severity >= Severity.WARNING for f in found):
         health = "DEGRADED"
     else:
         health = "OK"

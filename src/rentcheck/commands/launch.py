@@ -159,6 +159,8 @@ def run_launch(args: argparse.Namespace) -> int:
     from rentcheck.errors import UsageError
     from rentcheck.gates.judge import GateResult
     from rentcheck.gates.run import GateRun
+    from rentcheck.gates.table import gate_named
+    from rentcheck.record import replace
     from rentcheck.registry import all_rules
 
     config = config_of(args)
@@ -166,14 +168,22 @@ def run_launch(args: argparse.Namespace) -> int:
              "checkpoint_dir": args.ckpt_dir, "detach": args.detach,
              "first_step_timeout": args.first_step_timeout}  # fmt: skip
     settings = launch_settings(config, given)
-    run = GateRun(config, "launch", host=args.host, force_reason=force_reason(args))
+    row = gate_named("launch")
+    if not args.command:  # `rentcheck gate launch`: the prerequisites only, recorded "ready"
+        row = replace(row, planned=True)
+    run = GateRun(config, row, host=args.host, force_reason=force_reason(args))
     rules = all_rules()
-    if not run.precheck():  # refuse before anything is started
-        refused = GateResult("launch", [], host=args.host)
-        refused.headline = (f"launch: not started on {args.host}: a prerequisite is missing",)
-        return finish(args, run, refused, command="launch", rules=rules)
-    if not args.host or not args.command:
-        raise UsageError("launch needs --host and a command", hint="rentcheck launch --host H -- CMD ARGS")
+    ready = run.precheck()
+    if not ready or not args.command:  # refuse before anything is started
+        result = GateResult("launch", [], host=args.host)
+        result.headline = (
+            f"launch: nothing started on {args.host}: a prerequisite is missing"
+            if not ready
+            else "launch: the prerequisites hold; nothing started (no -- CMD given)",
+        )
+        return finish(args, run, result, command="launch", rules=rules)
+    if not args.host:
+        raise UsageError("launch needs --host", hint="rentcheck launch --host H -- CMD ARGS")
     plan = LaunchPlan(
         session=settings.session,
         argv=tuple(args.command),

@@ -97,6 +97,7 @@ def watch_result(config: Config, host: str, given: dict[str, Any], box: Box) -> 
         "patterns": list(settings.step_patterns),
         "log_offset": (previous or {}).get("offset"),
         "disk_paths": dict(settings.disk_paths),
+        "disk_of_job": True,
         "memory": True,
         "gpu": settings.gpu,
         "tail_lines": 5,
