@@ -3,7 +3,9 @@
 The box gets a private directory ``~/.rentcheck/jobs/<session>/`` (mode 700) holding ``env``
 (the named variables, 0600, sent over stdin, never in argv), ``job`` (what was launched),
 ``wrapper`` (a small sh script) and ``status``. The wrapper runs in its own session (a tmux
-session, else ``setsid nohup``), sources ``env``, exports ``PYTHONUNBUFFERED=1``, records its
+session, else ``setsid nohup``), empties its environment (a tmux server's environment is
+whatever it was started with) and sources ``env``: the login's HOME, USER, PATH, SHELL, LANG
+and the named variables, exports ``PYTHONUNBUFFERED=1``, records its
 pid, process group, session and start ticks in ``status``, runs the command with stdin from
 /dev/null and stdout+stderr appended to the log, and at exit adds the exit status. ``status``
 is written by temp file + rename, so a reader never sees half of it.
@@ -30,6 +32,9 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 WRAPPER = r"""#!/bin/sh
 # Written by rentcheck launch: runs the job, records pid, group, start and exit status.
 dir=$1
+# A clean environment: the login's basics and the named variables (env), nothing else.
+if [ -z "${RENTCHECK_CLEAN:-}" ]; then exec env -i RENTCHECK_CLEAN=1 /bin/sh "$0" "$@"; fi
+unset RENTCHECK_CLEAN
 . "$dir/env"
 export PYTHONUNBUFFERED=1
 s=$(cat /proc/$$/stat); s=${s##*) }; set -- $s
@@ -72,6 +77,7 @@ ticks() {
   s=${s##*) }; set -- $s; printf '%s' "${20}"
 }
 q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+BASE_ENV="HOME USER LOGNAME PATH SHELL LANG LC_ALL TZ TMPDIR"
 base=$HOME
 dir=$(expand "$dir"); cwd=$(expand "$cwd"); base=$cwd; log=$(expand "$log")
 if [ -n "$ckpt" ]; then ckpt=$(expand "$ckpt"); fi
@@ -91,7 +97,11 @@ fi
 if [ "$use" = tmux ] && tmux has-session -t "=$session" 2>/dev/null; then
   echo "rentcheck-launch: a tmux session $session already exists" >&2; exit 3
 fi
-cat > "$dir/env.tmp"; mv -f "$dir/env.tmp" "$dir/env"
+for v in $BASE_ENV; do
+  eval "isset=\${$v+x}"
+  if [ -n "$isset" ]; then eval "val=\$$v"; printf 'export %s=%s\n' "$v" "$(q "$val")"; fi
+done > "$dir/env.tmp"
+cat >> "$dir/env.tmp"; mv -f "$dir/env.tmp" "$dir/env"
 mkdir -p "$(dirname "$log")"
 : >> "$log"
 log_start=$(wc -c < "$log" | tr -d ' ')

@@ -210,10 +210,10 @@ def judge_watch(facts: Mapping[str, Any], previous: Mapping[str, Any] | None,
     codes = {f.code for f in found}
     if codes & DEAD_CODES:
         health = "DEAD"
-    elif "RC353" in codes:
-        health = "FINISHED"
     elif any(f.severity >= Severity.WARNING for f in found):
         health = "DEGRADED"
+    elif "RC353" in codes:
+        health = "FINISHED"
     else:
         health = "OK"
     parts = [clock, host, text, disk_text, gpu_text, health]
