@@ -66,19 +66,47 @@ class Jobs:
 
     def launch(self, host: str, session: str, *argv: str, extra: tuple[str, ...] = ()) -> Any:
         return self.cli(
-            "launch", *self.host_args(host), "--session", session, "--cwd", str(self.project),
-            "--ckpt-dir", "ckpt", "--force", "--reason", "test", *extra, "--", *argv,
+            "launch",
+            *self.host_args(host),
+            "--session",
+            session,
+            "--cwd",
+            str(self.project),
+            "--ckpt-dir",
+            "ckpt",
+            "--force",
+            "--reason",
+            "test",
+            *extra,
+            "--",
+            *argv,
             cwd=self.project,
-        )  # fmt: skip
+        )
 
-    def job(self, host: str, session: str, steps: int = 400, pause: float = 0.05,
-            stall_at: int = 0, extra: tuple[str, ...] = ()) -> Any:  # fmt: skip
-        return self.launch(host, session, sys.executable, "job.py", str(steps), str(pause),
-                           str(stall_at), extra=extra)  # fmt: skip
+    def job(  # noqa: PLR0917 - a test helper's knobs
+        self,
+        host: str,
+        session: str,
+        steps: int = 400,
+        pause: float = 0.05,
+        stall_at: int = 0,
+        extra: tuple[str, ...] = (),
+    ) -> Any:
+        return self.launch(
+            host,
+            session,
+            sys.executable,
+            "job.py",
+            str(steps),
+            str(pause),
+            str(stall_at),
+            extra=extra,
+        )
 
     def watch(self, host: str, session: str, *extra: str) -> Any:
-        return self.cli("watch", *self.host_args(host), "--session", session, *extra,
-                        cwd=self.project)  # fmt: skip
+        return self.cli(
+            "watch", *self.host_args(host), "--session", session, *extra, cwd=self.project
+        )
 
     def status(self, session: str) -> dict[str, str]:
         return _status(self.home, session)
@@ -90,8 +118,9 @@ class Jobs:
                 os.killpg(pgid, signal.SIGKILL)
             except (OSError, KeyError, ValueError):
                 pass
-            subprocess.run(["tmux", "kill-session", "-t", f"={session}"], capture_output=True,
-                           check=False)  # fmt: skip
+            subprocess.run(
+                ["tmux", "kill-session", "-t", f"={session}"], capture_output=True, check=False
+            )
 
 
 @pytest.fixture
@@ -130,9 +159,18 @@ def test_launch_refuses_before_starting_anything_when_prerequisites_are_missing(
 ) -> None:
     session = local_jobs.new_session()
     res = local_jobs.cli(
-        "launch", "--host", "local", "--session", session, "--output-format", "json",
-        "--", sys.executable, "job.py", cwd=local_jobs.project,
-    )  # fmt: skip
+        "launch",
+        "--host",
+        "local",
+        "--session",
+        session,
+        "--output-format",
+        "json",
+        "--",
+        sys.executable,
+        "job.py",
+        cwd=local_jobs.project,
+    )
     assert res.code == 1
     missing = {r["details"]["requires"] for r in _results(res.out) if r["code"] == "RC910"}
     assert {"lint", "smoke", "audit"} <= missing
@@ -185,8 +223,12 @@ def test_over_ssh_the_job_survives_its_killed_session_then_watch_sees_it_die(
     from rentcheck.box.transport import close_all, open_box
 
     session = ssh_jobs.new_session()
-    plan = LaunchPlan(session=session, argv=(sys.executable, "job.py", "4000", "0.05", "0"),
-                      cwd=str(ssh_jobs.project), ckpt_dir="ckpt")  # fmt: skip
+    plan = LaunchPlan(
+        session=session,
+        argv=(sys.executable, "job.py", "4000", "0.05", "0"),
+        cwd=str(ssh_jobs.project),
+        ckpt_dir="ckpt",
+    )
     box = open_box("box", ssh_config=str(lab.ssh_config))
     launched = start_job(box, plan, {})
     pid = launched.pid
@@ -202,9 +244,15 @@ def test_over_ssh_the_job_survives_its_killed_session_then_watch_sees_it_die(
     time.sleep(0.5)
     assert _alive(pid) and int(status["pid"]) == pid
     check = ssh_jobs.cli(
-        "launch-check", *ssh_jobs.host_args("box"), "--session", session, "--force", "--reason",
-        "test", cwd=ssh_jobs.project,
-    )  # fmt: skip
+        "launch-check",
+        *ssh_jobs.host_args("box"),
+        "--session",
+        session,
+        "--force",
+        "--reason",
+        "test",
+        cwd=ssh_jobs.project,
+    )
     assert check.code == 0, check.out
     first = ssh_jobs.watch("box", session)
     assert first.code == 0, first.out
@@ -283,14 +331,20 @@ def test_a_silent_job_turns_degraded_after_the_stall_bound(local_jobs: Jobs) -> 
 def test_launch_check_fails_on_a_traceback_and_on_no_step_line(local_jobs: Jobs) -> None:
     crash = local_jobs.new_session()
     (local_jobs.project / "crash.py").write_text("import nonexistent_module_xyz\n")
-    res = local_jobs.launch("local", crash, sys.executable, "crash.py",
-                            extra=("--output-format", "json"))  # fmt: skip
+    res = local_jobs.launch(
+        "local", crash, sys.executable, "crash.py", extra=("--output-format", "json")
+    )
     assert res.code == 1
     codes = {r["code"] for r in _results(res.out)}
     assert {"RC333", "RC334"} <= codes
     quiet = local_jobs.new_session()
-    res = local_jobs.launch("local", quiet, "sleep", "30",
-                            extra=("--first-step-timeout", "1", "--output-format", "json"))  # fmt: skip
+    res = local_jobs.launch(
+        "local",
+        quiet,
+        "sleep",
+        "30",
+        extra=("--first-step-timeout", "1", "--output-format", "json"),
+    )
     assert res.code == 1 and "RC332" in {r["code"] for r in _results(res.out)}
 
 
@@ -315,9 +369,7 @@ def test_hung_log_and_hung_nvidia_smi_are_findings_within_the_timeout(
     assert {"log", "nvidia-smi"} <= stuck
 
 
-def test_a_script_being_edited_in_place_blocks_the_launch(
-    local_jobs: Jobs, running_script
-) -> None:
+def test_a_script_being_edited_in_place_blocks_the_launch(local_jobs: Jobs, running_script) -> None:
     script = local_jobs.project / "run.sh"
     script.write_text("#!/bin/bash\nwhile [ ! -e go ]; do sleep 0.05; done\necho v1\n")
     proc = running_script(script)
@@ -339,7 +391,10 @@ def test_watch_appends_jsonl_and_notifies_only_on_change(local_jobs: Jobs) -> No
     seen = local_jobs.project / "seen.txt"
     hook = f"cat >> {seen}; echo >> {seen}"
     for _ in range(2):
-        assert local_jobs.watch("local", session, "--jsonl", str(events), "--on-change", hook).code == 0
+        assert (
+            local_jobs.watch("local", session, "--jsonl", str(events), "--on-change", hook).code
+            == 0
+        )
     lines = [json.loads(line) for line in events.read_text().splitlines()]
     assert [e["health"] for e in lines] == ["OK", "OK"]
     assert [e["changed"] for e in lines] == [True, False]

@@ -29,7 +29,7 @@ def job_stream() -> bytes:
     with open(os.path.join(here, "jobprobe.py"), encoding="utf-8") as handle:
         job = handle.read()
     if probe.count(_MAIN) != 1:  # pragma: no cover - guards against a future edit of probe.py
-        raise AssertionError("probe.py must end with one `if __name__ == \"__main__\":` block")
+        raise AssertionError('probe.py must end with one `if __name__ == "__main__":` block')
     return (probe.split(_MAIN)[0] + "\n\n" + job).encode()
 
 
@@ -53,8 +53,16 @@ def gather_job(box: Box, request: dict[str, Any], timeout: float) -> dict[str, A
     return facts
 
 
-_SHAPE = {"status": dict, "process": dict, "log": dict, "checkpoint": dict, "disk": dict,
-          "memory": dict, "gpu": dict, "unreadable": list}  # fmt: skip
+_SHAPE = {
+    "status": dict,
+    "process": dict,
+    "log": dict,
+    "checkpoint": dict,
+    "disk": dict,
+    "memory": dict,
+    "gpu": dict,
+    "unreadable": list,
+}
 
 
 def parse_job_answer(stdout: bytes, host: str) -> dict[str, Any]:

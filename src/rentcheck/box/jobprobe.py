@@ -1,4 +1,4 @@
-# ruff: noqa: UP006, UP035, UP031, UP045, BLE001, S108
+# ruff: noqa: UP006, UP035, UP031, UP045, BLE001
 # (runs on the box's python3, 3.6+, appended to probe.py: typing.List and % formats; one
 # broken fact must never lose the others, hence the broad except)
 """The job probe: what ``launch-check`` and ``watch`` need to know about one launched job.
@@ -110,9 +110,10 @@ def process(status: FactDict) -> FactDict:
         if entry.isdigit() and int(entry) != os.getpid():
             other = proc_stat(int(entry))
             # Started no earlier than the wrapper: a recycled group id cannot count.
-            if other and other["pgrp"] == pgid and other["state"] not in ("Z", "X"):
-                if other["start_ticks"] >= int(status.get("start_ticks") or 0):
-                    members += 1
+            if other is None or other["pgrp"] != pgid or other["state"] in ("Z", "X"):
+                continue
+            if other["start_ticks"] >= int(status.get("start_ticks") or 0):
+                members += 1
     fact["group_alive"] = members
     return fact
 
@@ -195,8 +196,8 @@ def wait_first_step(request: FactDict, probe: "Probe", status_path: str) -> None
             log = log_facts(status_log(request, status), request, probe)
             if log["first_step"] or "exit_status" in status or not process(status)["alive"]:
                 return
-        except Exception:
-            pass  # not there yet: the wrapper may still be starting
+        except Exception:  # noqa: S110 - not there yet: the wrapper may still be starting
+            pass
         time.sleep(0.25)
 
 

@@ -106,8 +106,9 @@ mkdir -p "$(dirname "$log")"
 : >> "$log"
 log_start=$(wc -c < "$log" | tr -d ' ')
 boot=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || true)
-printf 'session=%s\nlog=%s\ncwd=%s\nckpt_dir=%s\ncommand_sha256=%s\nlog_start=%s\nboot_id=%s\ndetach=%s\n' \
-  "$session" "$log" "$cwd" "$ckpt" "$digest" "$log_start" "$boot" "$use" > "$dir/job.tmp"
+{ printf 'session=%s\nlog=%s\ncwd=%s\nckpt_dir=%s\n' "$session" "$log" "$cwd" "$ckpt"
+  printf 'command_sha256=%s\nlog_start=%s\nboot_id=%s\ndetach=%s\n' \
+    "$digest" "$log_start" "$boot" "$use"; } > "$dir/job.tmp"
 mv -f "$dir/job.tmp" "$dir/job"
 printf '%s' "$wrapper" > "$dir/wrapper.tmp"; mv -f "$dir/wrapper.tmp" "$dir/wrapper"
 rm -f "$dir/status"
@@ -153,7 +154,9 @@ class LaunchPlan:
                 raise UsageError(f"{name} contains a line break", hint="use a plain path")
         for name in self.env_names:
             if not ENV_NAME_RE.match(name):
-                raise UsageError(f"--env {name!r} is not a variable name", hint="e.g. --env HF_TOKEN")
+                raise UsageError(
+                    f"--env {name!r} is not a variable name", hint="e.g. --env HF_TOKEN"
+                )
 
     @property
     def command_text(self) -> str:
@@ -252,8 +255,7 @@ def start_job(
     out = result.stdout.decode("utf-8", "replace")
     if not result.ok or "rentcheck-launch: started" not in out:
         raise RemoteError(
-            f"the launch on {box.name} failed (exit {result.exit_status}): "
-            f"{result.stderr_tail()}",
+            f"the launch on {box.name} failed (exit {result.exit_status}): {result.stderr_tail()}",
             hint="run the command by hand over ssh to see why",
         )
     status = parse_status(out.split("rentcheck-launch: started", 1)[1])

@@ -25,7 +25,9 @@ def finding(code: str, message: str, host: str, **details: Any) -> Finding:
 def no_job(facts: Mapping[str, Any], host: str, session: str) -> Finding | None:
     if facts.get("status"):
         return None
-    why = "; ".join(u.get("why", "") for u in facts.get("unreadable") or [] if u.get("fact") == "status")
+    why = "; ".join(
+        u.get("why", "") for u in facts.get("unreadable") or [] if u.get("fact") == "status"
+    )
     return finding(
         "RC335",
         f"no job of session {session!r} on {host} ({facts.get('job_dir')}/status: {why})",
@@ -39,7 +41,9 @@ def _tail(facts: Mapping[str, Any]) -> str:
     return " | ".join(lines[-3:])
 
 
-def launch_findings(facts: Mapping[str, Any], host: str, session: str, wait_s: float) -> list[Finding]:
+def launch_findings(
+    facts: Mapping[str, Any], host: str, session: str, wait_s: float
+) -> list[Finding]:
     """What is wrong with the job right after its launch (or at ``launch-check``)."""
     missing = no_job(facts, host, session)
     if missing is not None:
@@ -62,8 +66,12 @@ def launch_findings(facts: Mapping[str, Any], host: str, session: str, wait_s: f
         )
     elif not proc.get("alive"):
         found.append(
-            finding("RC330", f"session {session!r}: {proc.get('reason')}; log tail: {_tail(facts)}",
-                    host, pid=pid)  # fmt: skip
+            finding(
+                "RC330",
+                f"session {session!r}: {proc.get('reason')}; log tail: {_tail(facts)}",
+                host,
+                pid=pid,
+            )
         )
     elif proc.get("sid") != pid:
         found.append(

@@ -13,8 +13,17 @@ _W = Severity.WARNING
 _N = Severity.NOTE
 
 
-def _launch(code: str, name: str, summary: str, why: str, bad: str, good: str, fix: str,
-            severity: Severity = _E, family: str = "launch") -> Rule:  # fmt: skip
+def _launch(  # noqa: PLR0917 - rule tables read best as positional rows
+    code: str,
+    name: str,
+    summary: str,
+    why: str,
+    bad: str,
+    good: str,
+    fix: str,
+    severity: Severity = _E,
+    family: str = "launch",
+) -> Rule:
     return Rule(
         code=code,
         name=name,

@@ -113,7 +113,10 @@ def launch_settings(config: Config, overrides: Mapping[str, Any] | None = None) 
         env=tuple(str(e) for e in env),
         checkpoint_dir=str(table["checkpoint-dir"]) if "checkpoint-dir" in table else None,
         detach=detach,
-        first_step_timeout=_age(config, "launch", "first-step-timeout", table.get("first-step-timeout")) or 60.0,
+        first_step_timeout=_age(
+            config, "launch", "first-step-timeout", table.get("first-step-timeout")
+        )
+        or 60.0,
         step_patterns=_patterns(config, "launch", table.get("step-patterns")),
         timeout=_age(config, "launch", "timeout", table.get("timeout")) or 60.0,
     )
@@ -135,8 +138,12 @@ def watch_settings(config: Config, overrides: Mapping[str, Any] | None = None) -
     settings = WatchSettings(
         session=str(table.get("session", launch.get("session", "train"))),
         stall_after=_age(config, "watch", "stall-after", table.get("stall-after")) or 1200.0,
-        checkpoint_max_age=_age(config, "watch", "checkpoint-max-age", table.get("checkpoint-max-age")),
-        expected_duration=_age(config, "watch", "expected-duration", table.get("expected-duration")),
+        checkpoint_max_age=_age(
+            config, "watch", "checkpoint-max-age", table.get("checkpoint-max-age")
+        ),
+        expected_duration=_age(
+            config, "watch", "expected-duration", table.get("expected-duration")
+        ),
         disk_max_used=float(used),
         disk_paths={str(k): str(v) for k, v in paths.items()},
         gpu=bool(table.get("gpu", True)),
@@ -152,11 +159,15 @@ def watch_settings(config: Config, overrides: Mapping[str, Any] | None = None) -
 def launch_settings_view(config: Config) -> dict[str, Any]:
     """``rentcheck config``'s view of the launch section: its keys as the file spells them."""
     settings = launch_settings(config)
-    view = {f.name.replace("_", "-"): getattr(settings, f.name) for f in dataclasses.fields(settings)}
+    view = {
+        f.name.replace("_", "-"): getattr(settings, f.name) for f in dataclasses.fields(settings)
+    }
     view["audit-max-age"] = config.section("launch").get("audit-max-age", "24h")
     return view
 
 
 def watch_settings_view(config: Config) -> dict[str, Any]:
     settings = watch_settings(config)
-    return {f.name.replace("_", "-"): getattr(settings, f.name) for f in dataclasses.fields(settings)}
+    return {
+        f.name.replace("_", "-"): getattr(settings, f.name) for f in dataclasses.fields(settings)
+    }

@@ -57,7 +57,9 @@ def _gpus(facts: Mapping[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
-def _disk(facts: Mapping[str, Any], settings: WatchSettings, host: str) -> tuple[list[Finding], str]:
+def _disk(
+    facts: Mapping[str, Any], settings: WatchSettings, host: str
+) -> tuple[list[Finding], str]:
     found = []
     worst_bytes = worst_inodes = None
     for role, space in sorted((facts.get("disk") or {}).items()):
@@ -88,10 +90,13 @@ def _gpu(facts: Mapping[str, Any], state: dict[str, Any], host: str) -> tuple[li
     rows = _gpus(facts)
     found = []
     for row in rows:
-        active = [k.split(".")[-1] for k, v in row.items() if k.endswith(_THROTTLES) and v == "Active"]
+        active = [
+            k.split(".")[-1] for k, v in row.items() if k.endswith(_THROTTLES) and v == "Active"
+        ]
         if active:
-            found.append(finding("RC358", f"GPU {row.get('index')} throttles: {', '.join(active)}",
-                                 host))  # fmt: skip
+            found.append(
+                finding("RC358", f"GPU {row.get('index')} throttles: {', '.join(active)}", host)
+            )
     xids = gpu.get("xid_lines")
     if isinstance(xids, list):
         seen = state.setdefault("xid_baseline", len(xids))
@@ -101,8 +106,9 @@ def _gpu(facts: Mapping[str, Any], state: dict[str, Any], host: str) -> tuple[li
     return found, ("gpu " + "/".join(f"{u}%" for u in utils)) if utils else ""
 
 
-def _progress(facts: Mapping[str, Any], state: dict[str, Any], settings: WatchSettings,
-              host: str, alive: bool) -> tuple[list[Finding], str]:  # fmt: skip
+def _progress(
+    facts: Mapping[str, Any], state: dict[str, Any], settings: WatchSettings, host: str, alive: bool
+) -> tuple[list[Finding], str]:
     log = facts.get("log") or {}
     found: list[Finding] = []
     now = float(facts.get("now") or time.time())
@@ -118,11 +124,12 @@ def _progress(facts: Mapping[str, Any], state: dict[str, Any], settings: WatchSe
         state["step"] = last
         stalled = now - float(log.get("mtime") or now)
         if alive and stalled > settings.stall_after:
+            tail = " | ".join(log.get("tail") or [])[-300:]
             found.append(
                 finding(
                     "RC354",
                     f"{log.get('path')} has not changed for {_ago(stalled)} (bound "
-                    f"{_ago(settings.stall_after)}); last lines: {' | '.join(log.get('tail') or [])[-300:]}",
+                    f"{_ago(settings.stall_after)}); last lines: {tail}",
                     host,
                 )
             )
@@ -132,15 +139,22 @@ def _progress(facts: Mapping[str, Any], state: dict[str, Any], settings: WatchSe
         text += f" ckpt {_ago(age)} ago"
         bound = settings.checkpoint_max_age
         if alive and bound is not None and age > bound:
-            found.append(finding("RC355", f"newest checkpoint {ckpt.get('path')} is {_ago(age)} "
-                                 f"old (bound {_ago(bound)})", host))  # fmt: skip
+            found.append(
+                finding(
+                    "RC355",
+                    f"newest checkpoint {ckpt.get('path')} is {_ago(age)} "
+                    f"old (bound {_ago(bound)})",
+                    host,
+                )
+            )
     elif facts.get("checkpoint") is not None:
         text += " no ckpt"
     return found, text
 
 
-def _ended(facts: Mapping[str, Any], settings: WatchSettings, host: str,
-           step: int | None) -> list[Finding]:  # fmt: skip
+def _ended(
+    facts: Mapping[str, Any], settings: WatchSettings, host: str, step: int | None
+) -> list[Finding]:
     status = facts["status"]
     proc = facts.get("process") or {}
     log = facts.get("log") or {}
@@ -152,15 +166,33 @@ def _ended(facts: Mapping[str, Any], settings: WatchSettings, host: str,
         took = float(status.get("ended_at", 0)) - float(status.get("started_at", 0))
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(status.get("ended_at", 0))))
         if code != 0:
-            return [finding("RC351", f"exited with status {code} at {when} UTC after "
-                            f"{_ago(took)}, at step {step}{newest}; log tail: {tail}", host,
-                            exit_status=code)]  # fmt: skip
-        found = [finding("RC353", f"finished with status 0 at {when} UTC after {_ago(took)}, "
-                         f"at step {step}{newest}", host, exit_status=0, step=step)]  # fmt: skip
+            return [
+                finding(
+                    "RC351",
+                    f"exited with status {code} at {when} UTC after "
+                    f"{_ago(took)}, at step {step}{newest}; log tail: {tail}",
+                    host,
+                    exit_status=code,
+                )
+            ]
+        found = [
+            finding(
+                "RC353",
+                f"finished with status 0 at {when} UTC after {_ago(took)}, at step {step}{newest}",
+                host,
+                exit_status=0,
+                step=step,
+            )
+        ]
         expected = settings.expected_duration
         if expected and took < expected / 2:
-            found.append(finding("RC352", f"finished after {_ago(took)}, under half the "
-                                 f"expected {_ago(expected)}", host))  # fmt: skip
+            found.append(
+                finding(
+                    "RC352",
+                    f"finished after {_ago(took)}, under half the expected {_ago(expected)}",
+                    host,
+                )
+            )
         return found
     if proc.get("alive"):
         return []
@@ -177,14 +209,17 @@ def _ended(facts: Mapping[str, Any], settings: WatchSettings, host: str,
     ]
 
 
-def judge_watch(facts: Mapping[str, Any], previous: Mapping[str, Any] | None,
-                settings: WatchSettings, host: str) -> WatchOutcome:  # fmt: skip
+def judge_watch(
+    facts: Mapping[str, Any], previous: Mapping[str, Any] | None, settings: WatchSettings, host: str
+) -> WatchOutcome:
     """Findings, the state to keep, and the status line of one watch."""
     state: dict[str, Any] = dict(previous or {})
     clock = time.strftime("%H:%M", time.localtime())
     missing = no_job(facts, host, settings.session)
     if missing is not None:
-        return WatchOutcome([missing], state, f"{clock} {host} no job {settings.session} DEAD", "DEAD")
+        return WatchOutcome(
+            [missing], state, f"{clock} {host} no job {settings.session} DEAD", "DEAD"
+        )
     status = facts["status"]
     if state.get("start_ticks") != status.get("start_ticks"):  # a new launch: a new baseline
         state = {"start_ticks": status.get("start_ticks"), "pid": status.get("pid")}
@@ -193,8 +228,14 @@ def judge_watch(facts: Mapping[str, Any], previous: Mapping[str, Any] | None,
     progress, text = _progress(facts, state, settings, host, alive)
     found = _ended(facts, settings, host, state.get("step"))
     if not proc.get("alive") and proc.get("group_alive"):
-        found.append(finding("RC360", f"wrapper pid {status.get('pid')} gone, "
-                             f"{proc['group_alive']} processes of its group still run", host))  # fmt: skip
+        found.append(
+            finding(
+                "RC360",
+                f"wrapper pid {status.get('pid')} gone, "
+                f"{proc['group_alive']} processes of its group still run",
+                host,
+            )
+        )
     disk, disk_text = _disk(facts, settings, host)
     gpu, gpu_text = _gpu(facts, state, host)
     found += progress + disk + gpu
@@ -219,6 +260,12 @@ def judge_watch(facts: Mapping[str, Any], previous: Mapping[str, Any] | None,
     parts = [clock, host, text, disk_text, gpu_text, health]
     line = " ".join(p for p in parts if p)
     state["health"] = health
-    event = {"time": facts.get("now"), "host": host, "session": settings.session,
-             "health": health, "line": line, "codes": sorted(codes)}  # fmt: skip
+    event = {
+        "time": facts.get("now"),
+        "host": host,
+        "session": settings.session,
+        "health": health,
+        "line": line,
+        "codes": sorted(codes),
+    }
     return WatchOutcome(found, state, line, health, event)

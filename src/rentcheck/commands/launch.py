@@ -44,9 +44,13 @@ def add_parsers(
     launch.add_argument("--log", metavar="PATH", help="log file on the box (appended to)")
     launch.add_argument("--cwd", metavar="DIR", help="working directory on the box (~)")
     launch.add_argument(
-        "--env", action="append", default=[], metavar="NAME", help="export this variable "
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="export this variable "
         "from here into the job (repeatable); its value never appears in argv",
-    )  # fmt: skip
+    )
     launch.add_argument("--ckpt-dir", metavar="DIR", help="the job's checkpoint directory")
     launch.add_argument("--detach", choices=("auto", "tmux", "setsid"), help="how (auto)")
     launch.add_argument(
@@ -115,9 +119,7 @@ def _edited_scripts(box: Box, argv: list[str], cwd: str, timeout: float) -> list
     request["script_roots"] = sorted(roots) or ["/"]
     facts = gather_facts(box, request, timeout)
     ours = _script_paths(argv, cwd, (facts.get("host") or {}).get("home"))
-    return [
-        f for f in mutation_findings(facts, box.name) if (f.details or {}).get("file") in ours
-    ]
+    return [f for f in mutation_findings(facts, box.name) if (f.details or {}).get("file") in ours]
 
 
 def check_job(
@@ -146,9 +148,16 @@ def _job_extras(facts: dict[str, Any]) -> dict[str, Any]:
 
 def _status_evidence(facts: dict[str, Any]) -> dict[str, str]:
     status = facts.get("status") or {}
-    keys = {"session": "session", "pid": "pid", "pgid": "pgid", "start_ticks": "start_ticks",
-            "started_at": "started_at", "command_sha256": "command_sha256", "log": "log",
-            "ckpt_dir": "checkpoint_dir"}  # fmt: skip
+    keys = {
+        "session": "session",
+        "pid": "pid",
+        "pgid": "pgid",
+        "start_ticks": "start_ticks",
+        "started_at": "started_at",
+        "command_sha256": "command_sha256",
+        "log": "log",
+        "ckpt_dir": "checkpoint_dir",
+    }
     return {name: str(status[key]) for key, name in keys.items() if status.get(key) is not None}
 
 
@@ -164,9 +173,15 @@ def run_launch(args: argparse.Namespace) -> int:
     from rentcheck.registry import all_rules
 
     config = config_of(args)
-    given = {"session": args.session, "log": args.log, "cwd": args.cwd, "env": tuple(args.env),
-             "checkpoint_dir": args.ckpt_dir, "detach": args.detach,
-             "first_step_timeout": args.first_step_timeout}  # fmt: skip
+    given = {
+        "session": args.session,
+        "log": args.log,
+        "cwd": args.cwd,
+        "env": tuple(args.env),
+        "checkpoint_dir": args.ckpt_dir,
+        "detach": args.detach,
+        "first_step_timeout": args.first_step_timeout,
+    }
     settings = launch_settings(config, given)
     row = gate_named("launch")
     if not args.command:  # `rentcheck gate launch`: the prerequisites only, recorded "ready"
@@ -198,8 +213,9 @@ def run_launch(args: argparse.Namespace) -> int:
         edited = _edited_scripts(box, list(plan.argv), plan.cwd, settings.timeout)
         if edited:
             result = GateResult("launch", edited, host=args.host)
-            result.headline = (f"launch: not started on {args.host}: a script it runs is "
-                               "being changed in place",)  # fmt: skip
+            result.headline = (
+                f"launch: not started on {args.host}: a script it runs is being changed in place",
+            )
             return finish(args, run, result, command="launch", rules=rules)
         launched = start_job(box, plan, os.environ, timeout=settings.timeout)
         wait = settings.first_step_timeout
@@ -233,9 +249,12 @@ def launch_check_result(
         box, host, settings.session, settings.first_step_timeout, settings.step_patterns
     )
     result = GateResult(
-        "launch", findings, extras={"job": _job_extras(facts)}, host=host,
+        "launch",
+        findings,
+        extras={"job": _job_extras(facts)},
+        host=host,
         evidence=_status_evidence(facts),
-    )  # fmt: skip
+    )
     proc = facts.get("process") or {}
     result.headline = (
         f"launch-check {host} session {settings.session}: "

@@ -49,9 +49,11 @@ def add_watch_parser(
     connection(watch)
     watch.add_argument("--jsonl", metavar="FILE", help="append each event as one JSON line")
     watch.add_argument(
-        "--on-change", metavar="CMD", help="run this local command (sh -c) with the event "
+        "--on-change",
+        metavar="CMD",
+        help="run this local command (sh -c) with the event "
         "JSON on stdin when the health or the findings change",
-    )  # fmt: skip
+    )
     watch.add_argument("--every", metavar="AGE", help="repeat at this interval (e.g. 10m)")
     watch.add_argument("--for", dest="for_", metavar="AGE", help="stop repeating after (24h)")
     watch.add_argument("--timeout", type=float, metavar="S", help="server-side limit (30)")
@@ -111,9 +113,11 @@ def watch_result(config: Config, host: str, given: dict[str, Any], box: Box) -> 
     outcome.state["codes"] = outcome.event["codes"]
     write_atomic(path, json.dumps(outcome.state, sort_keys=True).encode())
     result = GateResult(
-        "watch", outcome.findings, host=host,
+        "watch",
+        outcome.findings,
+        host=host,
         extras={"watch": outcome.event, "round_trip_s": facts.get("round_trip_s")},
-    )  # fmt: skip
+    )
     result.headline = (outcome.line,)
     return WatchRun(result, outcome)
 
@@ -149,8 +153,10 @@ def _once(args: argparse.Namespace, config: Config) -> int:
     from rentcheck.registry import all_rules
 
     given: dict[str, Any] = {"session": args.session, "timeout": args.timeout}
-    for key, value in (("stall_after", args.stall_after),
-                       ("expected_duration", args.expected_duration)):  # fmt: skip
+    for key, value in (
+        ("stall_after", args.stall_after),
+        ("expected_duration", args.expected_duration),
+    ):
         if value is not None:
             given[key] = parse_age(value)
     run = GateRun(config, "watch", host=args.host)
