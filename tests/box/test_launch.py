@@ -402,3 +402,62 @@ def test_watch_appends_jsonl_and_notifies_only_on_change(local_jobs: Jobs) -> No
     assert len(notified) == 1 and notified[0]["session"] == session
     state = local_jobs.project / ".rentcheck" / "watch" / f"local-{session}.json"
     assert json.loads(state.read_text())["health"] == "OK"
+
+
+def test_pytest_runs_the_launch_and_watch_gates_through_the_table(
+    pytester: pytest.Pytester,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rentcheck.box.launch import LaunchPlan, start_job
+    from rentcheck.box.transport import LocalBox
+    from rentcheck.config import load_config
+    from rentcheck.gates.evidence import project_files
+    from rentcheck.ledger import LEDGER_SCHEMA, append_entry
+
+    outside = tmp_path_factory.mktemp("box")  # pytester's project is tmp_path itself
+    home = outside / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TMUX_TMPDIR", str(outside))
+    session = "t" + uuid.uuid4().hex[:10]
+    pytester.makefile(".ini", pytest="[pytest]\n")  # its subprocess runs write stdout/stderr here
+    pytester.makefile(
+        ".yaml",
+        rentcheck=f"extend-exclude: [stdout, stderr]\nlaunch:\n  session: {session}\naudit:\n  expect_gpu: false\n",
+    )
+    rundir = outside / "run"  # outside the project: its checkpoints must not change the digest
+    rundir.mkdir()
+    (rundir / "job.py").write_text(JOB)
+    root = str(pytester.path)
+    digest = project_files(load_config(root)).digest
+    for gate, extra in (("lint", {"digest": digest}), ("smoke", {"digest": digest}),
+                        ("audit", {"host": "local"})):  # fmt: skip
+        entry = {"schema": LEDGER_SCHEMA, "gate": gate, "verdict": "pass"}
+        append_entry(root, {**entry, "unix_time": time.time(), **extra})
+    plan = LaunchPlan(session=session, argv=(sys.executable, "job.py", "4000", "0.05", "0"),
+                      cwd=str(rundir), ckpt_dir="ckpt")  # fmt: skip
+    launched = start_job(LocalBox(), plan, {})
+    fast = ("-p", "no:hypothesispytest", "-p", "no:cacheprovider", "-v")
+    try:
+        wait_until(lambda: "step=1" in Path(launched.log).read_text(), "no first step")
+        gated = pytester.runpytest_subprocess(
+            *fast, "--rentcheck-gate", "launch", "-k", "launch", "--rentcheck-audit", "local"
+        )
+        gated.stdout.fnmatch_lines(["*rentcheck-launch?local? PASSED*"])
+        watched = pytester.runpytest_subprocess(
+            *fast, "--rentcheck-gate", "watch", "-k", "watch", "--rentcheck-audit", "local"
+        )
+        watched.stdout.fnmatch_lines(["*rentcheck-watch?local? PASSED*"])
+        os.killpg(launched.pgid, signal.SIGKILL)
+        wait_until(lambda: not _alive(launched.pid), "the job did not die")
+        dead = pytester.runpytest_subprocess(
+            *fast, "--rentcheck-gate", "watch", "-k", "watch", "--rentcheck-audit", "local"
+        )
+        dead.stdout.fnmatch_lines(["*rentcheck-watch?local? FAILED*", "*RC350*"])
+    finally:
+        try:
+            os.killpg(launched.pgid, signal.SIGKILL)
+        except OSError:
+            pass
+        subprocess.run(["tmux", "kill-server"], capture_output=True, check=False)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rentcheck.commands.finish import show
+from rentcheck.commands.finish import add_force_options, force_reason, show
 from rentcheck.config import Config
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
@@ -59,6 +59,7 @@ def add_watch_parser(
     watch.add_argument("--timeout", type=float, metavar="S", help="server-side limit (30)")
     watch.add_argument("--stall-after", metavar="AGE", help="log unchanged this long: degraded")
     watch.add_argument("--expected-duration", metavar="AGE", help="for the fast-finish check")
+    add_force_options(watch)
     watch.set_defaults(handler=run_watch)
 
 
@@ -159,7 +160,8 @@ def _once(args: argparse.Namespace, config: Config) -> int:
     ):
         if value is not None:
             given[key] = parse_age(value)
-    run = GateRun(config, "watch", host=args.host)
+    run = GateRun(config, "watch", host=args.host, force_reason=force_reason(args))
+    run.precheck()  # a missing launch is a finding; the job on the box is still probed
     try:
         watched = watch_result(config, args.host, given, open_for(args, args.host))
     finally:
