@@ -3,6 +3,7 @@ sshd on loopback: the job outlives its SSH session, dies loudly, stalls visibly.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -424,7 +425,8 @@ def test_pytest_runs_the_launch_and_watch_gates_through_the_table(
     pytester.makefile(".ini", pytest="[pytest]\n")  # its subprocess runs write stdout/stderr here
     pytester.makefile(
         ".yaml",
-        rentcheck=f"extend-exclude: [stdout, stderr]\nlaunch:\n  session: {session}\naudit:\n  expect_gpu: false\n",
+        rentcheck=f"extend-exclude: [stdout, stderr]\nlaunch:\n  session: {session}\n"
+        "audit:\n  expect_gpu: false\n",
     )
     rundir = outside / "run"  # outside the project: its checkpoints must not change the digest
     rundir.mkdir()
@@ -456,8 +458,6 @@ def test_pytest_runs_the_launch_and_watch_gates_through_the_table(
         )
         dead.stdout.fnmatch_lines(["*rentcheck-watch?local? FAILED*", "*RC350*"])
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(launched.pgid, signal.SIGKILL)
-        except OSError:
-            pass
         subprocess.run(["tmux", "kill-server"], capture_output=True, check=False)
