@@ -461,3 +461,27 @@ def test_pytest_runs_the_launch_and_watch_gates_through_the_table(
         with contextlib.suppress(OSError):
             os.killpg(launched.pgid, signal.SIGKILL)
         subprocess.run(["tmux", "kill-server"], capture_output=True, check=False)
+
+
+def test_tinytrain_on_the_loopback_box_runs_detached_and_is_watched_to_its_end(
+    ssh_jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("torch")
+    tinytrain = Path(__file__).resolve().parents[2] / "examples" / "tinytrain"
+    ckpt = ssh_jobs.project / "ckpt"
+    monkeypatch.setenv("PYTHON", sys.executable)  # the box is this machine: torch is here
+    monkeypatch.setenv("TINYTRAIN_CKPT_DIR", str(ckpt))
+    session = ssh_jobs.new_session()
+    res = ssh_jobs.launch(
+        "box", session, "bash", str(tinytrain / "run.sh"), "--steps", "30", "--ckpt-every", "5",
+        "--sleep-per-step", "0.05",
+        extra=("--env", "PYTHON", "--env", "TINYTRAIN_CKPT_DIR", "--ckpt-dir", str(ckpt)),
+    )  # fmt: skip
+    assert res.code == 0, res.out + res.err
+    assert "first step: step=1 loss=" in res.out
+    assert ssh_jobs.watch("box", session).code == 0
+    wait_until(lambda: "exit_status" in ssh_jobs.status(session), "tinytrain did not finish", 120)
+    done = ssh_jobs.watch("box", session, "--output-format", "json")
+    assert done.code == 0, done.out
+    [finished] = [r for r in _results(done.out) if r["code"] == "RC353"]
+    assert "at step 30" in finished["message"] and "ckpt" in finished["message"]
