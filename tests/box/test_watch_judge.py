@@ -22,7 +22,7 @@ def _facts(**extra: Any) -> dict[str, Any]:
             "mtime": NOW - 5,
             "last_step": {"step": 120, "line": "step=120 loss=0.1"},
             "tail": [],
-        },  # fmt: skip
+        },
         "checkpoint": {"dir": "/r/ckpt", "newest": {"path": "/r/ckpt/a.pt", "mtime": NOW - 180}},
         "disk": {
             "log": {
@@ -32,7 +32,7 @@ def _facts(**extra: Any) -> dict[str, Any]:
                 "inodes_total": 100,
                 "inodes_free": 88,
             }
-        },  # fmt: skip
+        },
         "memory": {"oom_kill": 0},
         "unreadable": [],
     }
