@@ -485,3 +485,29 @@ def test_tinytrain_on_the_loopback_box_runs_detached_and_is_watched_to_its_end(
     assert done.code == 0, done.out
     [finished] = [r for r in _results(done.out) if r["code"] == "RC353"]
     assert "at step 30" in finished["message"] and "ckpt" in finished["message"]
+
+
+def test_every_repeats_within_for_and_stops_at_death(local_jobs: Jobs) -> None:
+    session = local_jobs.new_session()
+    assert local_jobs.job("local", session).code == 0
+    events = local_jobs.project / "every.jsonl"
+    res = local_jobs.watch("local", session, "--every", "1s", "--for", "1.5s",
+                           "--jsonl", str(events))  # fmt: skip
+    assert res.code == 0 and len(events.read_text().splitlines()) == 2
+    assert res.out.count(" OK\n") == 2  # one status line per call
+    os.killpg(int(local_jobs.status(session)["pgid"]), signal.SIGKILL)
+    wait_until(lambda: not _alive(int(local_jobs.status(session)["pid"])), "did not die")
+    res = local_jobs.watch("local", session, "--every", "1s", "--for", "1h",
+                           "--jsonl", str(events))  # fmt: skip
+    assert res.code == 3 and len(events.read_text().splitlines()) == 3
+
+
+def test_box_text_in_the_status_line_and_findings_is_escaped(local_jobs: Jobs) -> None:
+    session = local_jobs.new_session()
+    (local_jobs.project / "evil.py").write_text(
+        "print('step=1 loss=1 \\x1b]0;pwned\\x07 \\x1b[2J')\nraise SystemExit(1)\n"
+    )
+    local_jobs.launch("local", session, sys.executable, "evil.py")
+    wait_until(lambda: "exit_status" in local_jobs.status(session), "did not exit")
+    res = local_jobs.watch("local", session)
+    assert res.code == 3 and "\x1b" not in res.out and "\x07" not in res.out

@@ -140,7 +140,8 @@ WATCH_RULES: tuple[Rule, ...] = (
         "RC353",
         "job-finished",
         "The job exited with status 0.",
-        "Finishing is the goal; the note carries the final step for the pull gate.",
+        "A finished run still has to be pulled and verified before the meter stops; the note "
+        "carries the exit status and the final step, which the pull gate compares with the plan.",
         "exit status 0 at step 12",
         "exit status 0 at step 12000 (the planned steps)",
         "Pull and verify the results: rentcheck manifest, then rentcheck verify.",
@@ -172,7 +173,8 @@ WATCH_RULES: tuple[Rule, ...] = (
         "RC356",
         "disk-headroom-low",
         "A watched filesystem is nearly full in bytes or inodes.",
-        "The next checkpoint save fails on a full disk after hours of paid compute.",
+        "The next checkpoint save fails on a full disk (or with no free inodes) after hours of "
+        "paid compute, and often leaves a truncated file behind.",
         "/root/autodl-tmp 97% used",
         "/root/autodl-tmp 61% used",
         "Delete old checkpoints or caches, or move the run's output to a larger disk.",
@@ -193,7 +195,8 @@ WATCH_RULES: tuple[Rule, ...] = (
         "RC358",
         "gpu-degraded",
         "A GPU throttles, idles while the job runs, or logged a new Xid error.",
-        "Throttling and Xid errors mean paying for a slow or failing card.",
+        "A throttling card trains at a fraction of the speed you pay for; Xid 79 or 48 mean the "
+        "GPU fell off the bus or corrupts memory, and no code change helps.",
         "GPU 0 hw_thermal_slowdown Active; new Xid 79",
         "GPU 0 98% utilised, no slowdown",
         "Check cooling and the card; ask the provider for another box.",
