@@ -511,3 +511,16 @@ def test_box_text_in_the_status_line_and_findings_is_escaped(local_jobs: Jobs) -
     wait_until(lambda: "exit_status" in local_jobs.status(session), "did not exit")
     res = local_jobs.watch("local", session)
     assert res.code == 3 and "\x1b" not in res.out and "\x07" not in res.out
+
+
+def test_gate_launch_hands_the_command_and_its_options_over(local_jobs: Jobs) -> None:
+    res = local_jobs.cli(
+        "gate", "launch", "--host", "local", "--force", "--reason", "test", "--",
+        sys.executable, "-u", "job.py", "3", "0.01", "0", cwd=local_jobs.project,
+    )  # fmt: skip
+    assert res.code in (0, 1), res.err  # 1: it may have finished within the check
+    assert "launched on local" in res.out
+    wait_until(lambda: (local_jobs.home / ".rentcheck/jobs").exists(), "nothing launched")
+    [job] = (local_jobs.home / ".rentcheck" / "jobs").iterdir()
+    local_jobs.sessions.append(job.name)
+    assert "-u job.py 3" in (job / "wrapper").read_text()

@@ -57,7 +57,10 @@ def add_parsers(
         "--first-step-timeout", type=float, metavar="S", help="wait this long for a step (60)"
     )
     add_force_options(launch)
-    launch.add_argument("command", nargs="*", metavar="-- CMD", help="the command to start")
+    # REMAINDER: `rentcheck gate launch --host H -- CMD --flag` hands CMD over without `--`.
+    launch.add_argument(
+        "command", nargs=argparse.REMAINDER, metavar="-- CMD", help="the command to start"
+    )
     launch.set_defaults(handler=run_launch)
 
     check = sub.add_parser(
@@ -172,6 +175,8 @@ def run_launch(args: argparse.Namespace) -> int:
     from rentcheck.record import replace
     from rentcheck.registry import all_rules
 
+    if args.command[:1] == ["--"]:
+        args.command = args.command[1:]
     config = config_of(args)
     given = {
         "session": args.session,
