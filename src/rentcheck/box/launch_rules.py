@@ -194,7 +194,7 @@ WATCH_RULES: tuple[Rule, ...] = (
     _watch(
         "RC358",
         "gpu-degraded",
-        "A GPU throttles, idles while the job runs, or logged a new Xid error.",
+        "A GPU reports an active slowdown, or logged a new Xid error since the first watch.",
         "A throttling card trains at a fraction of the speed you pay for; Xid 79 or 48 mean the "
         "GPU fell off the bus or corrupts memory, and no code change helps.",
         "GPU 0 hw_thermal_slowdown Active; new Xid 79",
