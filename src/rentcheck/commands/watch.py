@@ -1,0 +1,197 @@
+"""``rentcheck watch``: one probe of a launched job over one connection, one status line.
+
+Meant for cron (one call) or ``--every 10m --for 24h``. State lives here, under
+``.rentcheck/watch/`` (atomic writes); ``--jsonl`` appends each event; ``--on-change CMD``
+runs a local command with the event on stdin when the health or the findings change.
+Exit 0 healthy (or finished with status 0), 1 degraded, 3 dead or finished badly, 2 error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rentcheck.commands.finish import add_force_options, force_reason, show
+from rentcheck.config import Config
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
+if TYPE_CHECKING:
+    from rentcheck.box.transport import Box
+    from rentcheck.box.watch import WatchOutcome
+    from rentcheck.gates.judge import GateResult
+
+__all__ = ["WatchRun", "add_watch_parser", "watch_result"]
+
+ON_CHANGE_TIMEOUT = 30.0
+
+
+def add_watch_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+    connection: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    watch = sub.add_parser(
+        "watch",
+        parents=[common],
+        help="one probe of the launched job: alive, advancing, headroom, OOM, GPU; one line",
+        description="Probe the job `rentcheck launch` started, in one exec with a server-side "
+        "timeout, and print one status line. Exit 0 healthy or finished OK, 1 degraded, "
+        "3 dead or finished badly, 2 error.",
+        epilog="cron: */10 * * * * cd /path/project && rentcheck watch --host box "
+        "--jsonl watch.jsonl",
+    )
+    connection(watch)
+    watch.add_argument("--jsonl", metavar="FILE", help="append each event as one JSON line")
+    watch.add_argument(
+        "--on-change",
+        metavar="CMD",
+        help="run this local command (sh -c) with the event "
+        "JSON on stdin when the health or the findings change",
+    )
+    watch.add_argument("--every", metavar="AGE", help="repeat at this interval (e.g. 10m)")
+    watch.add_argument("--for", dest="for_", metavar="AGE", help="stop repeating after (24h)")
+    watch.add_argument("--timeout", type=float, metavar="S", help="server-side limit (30)")
+    watch.add_argument("--stall-after", metavar="AGE", help="log unchanged this long: degraded")
+    watch.add_argument("--expected-duration", metavar="AGE", help="for the fast-finish check")
+    add_force_options(watch)
+    watch.set_defaults(handler=run_watch)
+
+
+@dataclass
+class WatchRun:
+    result: GateResult
+    outcome: WatchOutcome
+
+
+def _state_path(root: str, host: str, session: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{host}-{session}")
+    return os.path.join(root, ".rentcheck", "watch", safe + ".json")
+
+
+def _read_state(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            state = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def watch_result(config: Config, host: str, given: dict[str, Any], box: Box) -> WatchRun:
+    """One watch: probe, judge against the saved state, save the new state."""
+    from rentcheck.atomic import write_atomic
+    from rentcheck.box.jobfacts import gather_job
+    from rentcheck.box.launch import job_dir
+    from rentcheck.box.launch_settings import watch_settings
+    from rentcheck.box.watch import judge_watch
+    from rentcheck.gates.judge import GateResult
+
+    settings = watch_settings(config, given)
+    path = _state_path(os.path.abspath(config.root), host, settings.session)
+    previous = _read_state(path)
+    request: dict[str, Any] = {
+        "job_dir": job_dir(settings.session),
+        "patterns": list(settings.step_patterns),
+        "log_offset": (previous or {}).get("offset"),
+        "disk_paths": dict(settings.disk_paths),
+        "disk_of_job": True,
+        "memory": True,
+        "gpu": settings.gpu,
+        "tail_lines": 5,
+    }
+    facts = gather_job(box, request, settings.timeout)
+    outcome = judge_watch(facts, previous, settings, host)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    outcome.event["changed"] = (previous or {}).get("health") != outcome.health or (
+        (previous or {}).get("codes") != outcome.event["codes"]
+    )
+    outcome.state["codes"] = outcome.event["codes"]
+    write_atomic(path, json.dumps(outcome.state, sort_keys=True).encode())
+    result = GateResult(
+        "watch",
+        outcome.findings,
+        host=host,
+        extras={"watch": outcome.event, "round_trip_s": facts.get("round_trip_s")},
+    )
+    result.headline = (outcome.line,)
+    return WatchRun(result, outcome)
+
+
+def _append_jsonl(path: str, event: dict[str, Any]) -> None:
+    line = (json.dumps(event, sort_keys=True) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line)  # one write of one line: concurrent appenders never interleave
+    finally:
+        os.close(fd)
+
+
+def _notify(command: str, event: dict[str, Any]) -> None:
+    import subprocess
+
+    try:
+        subprocess.run(
+            ["sh", "-c", command],
+            input=json.dumps(event).encode(),
+            timeout=ON_CHANGE_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        sys.stderr.write(f"rentcheck: warning: --on-change ran past {ON_CHANGE_TIMEOUT:g} s\n")
+
+
+def _once(args: argparse.Namespace, config: Config) -> int:
+    from rentcheck.box.transport import close_all
+    from rentcheck.commands.launch import open_for
+    from rentcheck.gates.order import parse_age
+    from rentcheck.gates.run import GateRun
+    from rentcheck.registry import all_rules
+
+    given: dict[str, Any] = {"session": args.session, "timeout": args.timeout}
+    for key, value in (
+        ("stall_after", args.stall_after),
+        ("expected_duration", args.expected_duration),
+    ):
+        if value is not None:
+            given[key] = parse_age(value)
+    run = GateRun(config, "watch", host=args.host, force_reason=force_reason(args))
+    run.precheck()  # a missing launch is a finding; the job on the box is still probed
+    try:
+        watched = watch_result(config, args.host, given, open_for(args, args.host))
+    finally:
+        close_all()
+    event = watched.outcome.event
+    if args.jsonl:
+        _append_jsonl(args.jsonl, event)
+    if args.on_change and event.get("changed"):
+        _notify(args.on_change, event)
+    verdict = run.conclude(watched.result, exit_zero=args.exit_zero, rules=all_rules())
+    code = show(args, run, watched.result, verdict, command="watch", rules=all_rules())
+    # The judgement decides whether anything counts; the watch says how bad it is.
+    return watched.outcome.exit_code if code else 0
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    from rentcheck.commands.launch import config_of
+    from rentcheck.errors import UsageError
+    from rentcheck.gates.order import parse_age
+
+    config = config_of(args)
+    if args.every is None:
+        if args.for_ is not None:
+            raise UsageError("--for needs --every", hint="e.g. --every 10m --for 24h")
+        return _once(args, config)
+    every = parse_age(args.every)
+    until = time.monotonic() + parse_age(args.for_ or "24h")
+    while True:
+        code = _once(args, config)
+        if code == 3 or time.monotonic() + every > until:
+            return code
+        sys.stdout.flush()
+        time.sleep(every)
