@@ -75,3 +75,37 @@ def test_a_relaunch_is_a_new_baseline_and_a_full_disk_degrades() -> None:
     out = judge_watch(_facts(memory={"oom_kill": 5}, disk=disk), old, WatchSettings(), "b")
     assert [f.code for f in out.findings] == ["RC356"]
     assert "step 120 " in out.line and "(+" not in out.line  # a new run: no delta to 9000
+
+
+def test_a_stale_checkpoint_and_a_wrapper_gone_with_its_group_running() -> None:
+    import dataclasses
+
+    settings = dataclasses.replace(WatchSettings(), checkpoint_max_age=60.0)
+    old_ckpt = _facts(
+        checkpoint={"dir": "/r/ckpt", "newest": {"path": "/r/ckpt/a.pt", "mtime": NOW - 600}}
+    )
+    stale = judge_watch(old_ckpt, None, settings, "b")
+    assert [f.code for f in stale.findings] == ["RC355"]
+    assert "newest checkpoint /r/ckpt/a.pt is 10m old" in stale.findings[0].message
+    orphans = _facts(process={"alive": False, "sid": 10, "group_alive": 3})
+    gone = judge_watch(orphans, None, WatchSettings(), "b")
+    assert "RC360" in [f.code for f in gone.findings]
+    assert "3 processes of its group still run" in next(
+        f.message for f in gone.findings if f.code == "RC360"
+    )
+
+
+def test_launch_check_judges_dead_login_bound_and_missing_jobs() -> None:
+    from rentcheck.box.launch_check import launch_findings
+
+    status = {"pid": 10, "pgid": 10, "start_ticks": 500, "started_at": NOW - 5}
+    log = {"path": "/r/log", "first_step": "step=1 loss=2.0", "tail": ["step=1 loss=2.0"]}
+    dead = {"status": status, "process": {"alive": False, "reason": "pid 10 is gone"}, "log": log}
+    assert [f.code for f in launch_findings(dead, "b", "train", 60)] == ["RC330"]
+    bound = {"status": status, "process": {"alive": True, "sid": 7}, "log": log}
+    [login] = launch_findings(bound, "b", "train", 60)
+    assert login.code == "RC331" and "runs in session 7 (not its own)" in login.message
+    missing = {"status": None, "job_dir": "~/.rentcheck/jobs/train", "unreadable": []}
+    assert [f.code for f in launch_findings(missing, "b", "train", 60)] == ["RC335"]
+    healthy = {"status": status, "process": {"alive": True, "sid": 10}, "log": log}
+    assert launch_findings(healthy, "b", "train", 60) == []

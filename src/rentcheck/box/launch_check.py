@@ -13,13 +13,7 @@ __all__ = ["finding", "launch_findings", "no_job"]
 
 
 def finding(code: str, message: str, host: str, **details: Any) -> Finding:
-    return Finding(
-        code=code,
-        severity=RULES_BY_CODE[code].default_severity,
-        message=message,
-        host=host,
-        details=details,
-    )
+    return RULES_BY_CODE[code].finding(message, host=host, details=details)
 
 
 def no_job(facts: Mapping[str, Any], host: str, session: str) -> Finding | None:
