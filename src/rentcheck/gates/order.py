@@ -50,8 +50,8 @@ def parse_age(text: str) -> float:
 def rerun_command(gate: Gate, host: str | None) -> str:
     """The command that runs ``gate`` (with the host, where it is the evidence)."""
     command = f"rentcheck {gate.commands[0]}" if gate.commands else f"rentcheck gate {gate.name}"
-    if "host" in gate.evidence and host is not None:
-        command += f" --host {host}"
+    if "host" in gate.evidence:
+        command += f" --host {host or 'HOST'}"
     return command
 
 
