@@ -150,7 +150,7 @@ def measure(label: str, root: str, work: str, rounds: int, floor: bool) -> dict[
     build = best(
         rounds,
         {
-            "rentcheck manifest build": [rc, "manifest", "build", root, "-o", local_m,
+            "rentcheck manifest build": [rc, "manifest", "build", root, "--manifest", local_m,
                                          "--run-id", "bench", "--isolated"],
             "builder -I -S (box)": [py, "-I", "-S", BUILDER, root, "-o", box_m, "--run-id", "b"],
             "sha256sum": ["sh", "-c", f"{listing} > {sums}"],

@@ -55,7 +55,7 @@ def test_manifest_build_writes_the_roster(tmp_path: Path, cli) -> None:
 def test_manifest_build_output_option_and_report_file(tmp_path: Path, cli) -> None:
     root = small_run(tmp_path / "run")
     out, report = tmp_path / "m.json", tmp_path / "report.json"
-    res = cli("manifest", "build", str(root), "-o", str(out), "--output-file", str(report),
+    res = cli("manifest", "build", str(root), "--manifest", str(out), "-o", str(report),
               "--output-format", "json")  # fmt: skip
     assert res.code == 0 and res.out == ""
     assert load_manifest(out).files and not (root / "PULL_MANIFEST.json").exists()

@@ -96,7 +96,10 @@ def test_rebuilt_manifest_with_same_files_still_fails(verified, cli, tmp_path) -
     while time.time() < built + 1:
         time.sleep(0.05)
     other = tmp_path / "rebuilt.json"
-    assert cli("manifest", "build", str(root), "-o", str(other), "--run-id", "run-0001").code == 0
+    assert (
+        cli("manifest", "build", str(root), "--manifest", str(other), "--run-id", "run-0001").code
+        == 0
+    )
     res = teardown(cli, root, other, "--profile", "runpod", "--approve", "--output-format", "json")
     assert res.code == 1 and "RC802" in codes(res)
 

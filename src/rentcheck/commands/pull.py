@@ -9,7 +9,6 @@ but verify will fail until the unfinished writes are dealt with and the manifest
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import sys
 import time
@@ -20,17 +19,6 @@ from rentcheck.config import Config, load_config
 __all__ = ["add_parsers"]
 
 _MANIFEST = "PULL_MANIFEST.json"
-
-
-def _without_short_o(common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The common options with ``-o`` free: ``manifest build -o FILE`` names the manifest, as
-    the builder on the box does; the report file stays ``--output-file``. A private copy, so
-    no other command's ``-o`` changes."""
-    parent = copy.deepcopy(common)
-    for action in parent._actions:
-        action.option_strings = [o for o in action.option_strings if o != "-o"]
-    parent._option_string_actions.pop("-o", None)
-    return parent
 
 
 def add_parsers(
@@ -44,14 +32,20 @@ def add_parsers(
     actions = manifest.add_subparsers(dest="manifest_command", metavar="ACTION")
     build = actions.add_parser(
         "build",
-        parents=[_without_short_o(common)],
+        parents=[common],
         help="hash every file under ROOT into ROOT/PULL_MANIFEST.json (run it on the box)",
         description="Write PULL_MANIFEST.json atomically. Exit 0 written, 1 written with "
         "leftovers (RC510), 2 refused (symlink leaving ROOT, device file, non-UTF-8 name).",
     )
     build.add_argument("root", metavar="ROOT", help="the run's result directory")
     build.add_argument(
-        "-o", "--output", dest="manifest_file", metavar="FILE", help=f"default: ROOT/{_MANIFEST}"
+        # `-o` is the report file here too, as in every command; the manifest is --manifest
+        # (as in verify). --output, its old long name, still works.
+        "--manifest",
+        "--output",
+        dest="manifest_file",
+        metavar="FILE",
+        help=f"where to write the manifest (default: ROOT/{_MANIFEST})",
     )
     build.add_argument("--run-id", metavar="ID", help="default: <UTC time>-<random>")
     build.add_argument("--jobs", type=int, metavar="N", help="files hashed at once")
