@@ -174,3 +174,14 @@ def test_status_warns_when_a_profile_in_use_has_gone_stale(
     res = cli("status", cwd=tmp_path)
     assert "warning: profile autodl has" in res.out and "past the staleness limit" in res.out
     assert "rentcheck stale" in res.out
+
+
+def test_per_host_table_gates_expand_the_inventory(pytester: pytest.Pytester) -> None:
+    pytester.path.joinpath("rentcheck.yaml").write_text(
+        "hosts:\n  here:\n    alias: local\n    tags: [cpu]\n"
+    )
+    result = pytester.runpytest_subprocess(
+        "--rentcheck-gate", "watch", "--rentcheck-hosts", "all", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1, failed=1)  # the host's audit item too (--rentcheck-hosts)
+    result.stdout.fnmatch_lines(["*rentcheck-watch?local?*", "*RC910 watch needs launch*"])

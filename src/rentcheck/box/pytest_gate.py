@@ -69,7 +69,7 @@ def pytest_collection_modifyitems(
     from rentcheck.gates.pytest_items import requested_gates
 
     hosts: list[str] = config.getoption("rentcheck_audit")
-    fleet = _inventory_hosts(config)
+    fleet = inventory_hosts(config)
     if GATE in requested_gates(config) and not hosts and not fleet:
         raise pytest.UsageError(
             "the audit gate needs a box: --rentcheck-audit HOST (an ssh alias, or local), "
@@ -88,7 +88,7 @@ def pytest_collection_modifyitems(
         items.append(audit)
 
 
-def _inventory_hosts(config: pytest.Config) -> list[Host]:
+def inventory_hosts(config: pytest.Config) -> list[Host]:
     """The inventory hosts ``--rentcheck-hosts`` picks (none without the option)."""
     wanted: list[str] = config.getoption("rentcheck_hosts")
     if not wanted:

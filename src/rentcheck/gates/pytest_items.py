@@ -182,7 +182,12 @@ def add_table_items(session: pytest.Session, items: list[pytest.Item]) -> None:
     from rentcheck.gates.table import all_gates
 
     requested = requested_gates(session.config)
-    hosts: list[str] = session.config.getoption("rentcheck_audit", None) or []
+    hosts: list[str] = list(session.config.getoption("rentcheck_audit", None) or [])
+    if session.config.getoption("rentcheck_hosts", None):
+        from rentcheck.box.pytest_gate import inventory_hosts
+
+        # The inventory's hosts too (--rentcheck-hosts all|TAG), by the alias ssh knows.
+        hosts += [h.alias for h in inventory_hosts(session.config) if h.alias not in hosts]
     for row in all_gates():
         if row.name not in requested or row.pytest_module is not None:
             continue
