@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from rentcheck.config import Config
 from rentcheck.pathmatch import matcher
@@ -41,7 +41,7 @@ def project_files(config: Config) -> ProjectFiles:
     root = os.path.abspath(config.root)
     excluded = matcher(config.excludes)
     files: dict[str, str] = {}
-    for rel in _listing(root):
+    for rel in _listing(root, excluded):
         if rel == _OWN or rel.startswith(_OWN + "/") or excluded(rel):
             continue
         identity = _identity(os.path.join(root, rel))
@@ -50,7 +50,7 @@ def project_files(config: Config) -> ProjectFiles:
     return ProjectFiles(root, files)
 
 
-def _listing(root: str) -> list[str]:
+def _listing(root: str, excluded: Callable[[str], bool]) -> list[str]:
     import subprocess
 
     proc = subprocess.run(
@@ -64,7 +64,8 @@ def _listing(root: str) -> list[str]:
     for directory, dirs, names in os.walk(root):
         rel_dir = os.path.relpath(directory, root).replace(os.sep, "/")
         prefix = "" if rel_dir == "." else rel_dir + "/"
-        dirs[:] = sorted(d for d in dirs if d not in (".git", _OWN))
+        # Excluded directories (.venv, node_modules, ...) are not entered at all.
+        dirs[:] = sorted(d for d in dirs if d not in (".git", _OWN) and not excluded(prefix + d))
         found.extend(prefix + name for name in names)
     return sorted(found)
 
