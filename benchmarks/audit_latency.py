@@ -15,53 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "box"))
+sys.path.insert(0, str(HERE))
 
+from sshbench import BASELINE, best_of_interleaved  # noqa: E402
 from sshdkit import SshLab, start_lab  # noqa: E402 - the test kit lives beside the tests
-
-BASELINE = """
-import getpass, paramiko
-client = paramiko.SSHClient()
-client.load_host_keys({known_hosts!r})
-client.set_missing_host_key_policy(paramiko.RejectPolicy())
-client.connect("127.0.0.1", port={port}, username=getpass.getuser(), key_filename={key!r},
-               look_for_keys=False, allow_agent=False, timeout=10)
-_, out, _ = client.exec_command("true")
-out.read()
-assert out.channel.recv_exit_status() == 0
-client.close()
-"""
-
-
-def timed(argv: list[str]) -> tuple[float, str]:
-    start = time.perf_counter()
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"{argv[:4]} failed ({proc.returncode}): {proc.stderr}")
-    return elapsed, proc.stdout
-
-
-def best_of_interleaved(
-    first: list[str], second: list[str], repeat: int
-) -> tuple[float, float, str]:
-    """Best times of both commands, run alternately so load drift hits both alike."""
-    best_a = best_b = float("inf")
-    output = ""
-    for _ in range(repeat):
-        a, _ = timed(first)
-        b, out = timed(second)
-        best_a = min(best_a, a)
-        if b < best_b:
-            best_b, output = b, out
-    return best_a, best_b, output
 
 
 def run(lab: SshLab, repeat: int) -> None:
