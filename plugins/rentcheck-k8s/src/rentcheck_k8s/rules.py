@@ -19,81 +19,84 @@ FAMILY = "kubernetes"
 DEFAULT_GRACE_SECONDS = 30  # the pod spec's terminationGracePeriodSeconds when unset
 
 
-def _rule(  # noqa: PLR0917 - the rule tables read best as positional rows
-    code: str,
-    name: str,
-    summary: str,
-    why: str,
-    bad: str,
-    good: str,
-    fix: str,
-    severity: Severity = Severity.ERROR,
-) -> Rule:
-    return Rule(
-        code=code,
-        name=name,
-        family=FAMILY,
-        summary=summary,
-        why=why,
-        example_bad=bad,
-        example_good=good,
-        fix=fix,
-        fix_applicability=Applicability.NONE,
-        default_severity=severity,
-    )
-
-
-CONTAINER_FS = _rule(
-    "KUBE001",
-    "checkpoint-on-container-filesystem",
-    "A container writes checkpoints to a path no volume is mounted on.",
-    "Files a container writes outside its volumes live in the container's own writable layer: "
-    "when the container crashes or is stopped, the kubelet restarts it with a clean state from "
-    "the image, and when the pod goes, the layer goes with it. Every restart begins again from "
-    "step zero.",
-    "args: [--checkpoint-dir, /ckpt]   # no volumeMount on /ckpt",
-    "args: [--checkpoint-dir, /ckpt]\nvolumeMounts: [{name: ckpt, mountPath: /ckpt}]\n"
-    "volumes: [{name: ckpt, persistentVolumeClaim: {claimName: train-ckpt}}]",
-    "Mount a PersistentVolumeClaim (or other durable volume) on the checkpoint directory.",
+CONTAINER_FS = Rule(
+    code="KUBE001",
+    name="checkpoint-on-container-filesystem",
+    summary="A container writes checkpoints to a path no volume is mounted on.",
+    why=(
+        "Files a container writes outside its volumes live in the container's own writable "
+        "layer: when the container crashes or is stopped, the kubelet restarts it with a clean "
+        "state from the image, and when the pod goes, the layer goes with it. Every restart "
+        "begins again from step zero."
+    ),
+    example_bad="args: [--checkpoint-dir, /ckpt]   # no volumeMount on /ckpt",
+    example_good=(
+        "args: [--checkpoint-dir, /ckpt]\nvolumeMounts: [{name: ckpt, mountPath: "
+        "/ckpt}]\nvolumes: [{name: ckpt, persistentVolumeClaim: {claimName: train-ckpt}}]"
+    ),
+    fix="Mount a PersistentVolumeClaim (or other durable volume) on the checkpoint directory.",
+    family=FAMILY,
+    default_severity=Severity.ERROR,
+    fix_applicability=Applicability.NONE,
 )
-EMPTYDIR_RETRY = _rule(
-    "KUBE002",
-    "job-retry-starts-from-scratch",
-    "A Job with `restartPolicy: Never` retries into a new pod, but its checkpoints are on an "
-    "emptyDir.",
-    "With `restartPolicy: Never` the Job controller answers a failed pod by creating a new one, "
-    "up to `backoffLimit` times (6 when unset). An emptyDir is created empty with each pod and "
-    "deleted when its pod is removed, so every retry finds no checkpoint and trains from step "
-    "zero again. (With `OnFailure` the container restarts in the same pod and the emptyDir "
-    "survives a crash, but not an eviction.)",
-    "restartPolicy: Never\nvolumes: [{name: ckpt, emptyDir: {}}]",
-    "restartPolicy: Never\nvolumes: [{name: ckpt, persistentVolumeClaim: {claimName: ckpt}}]",
-    "Keep checkpoints on a PersistentVolumeClaim, or set `backoffLimit: 0` if a retry would "
-    "only repeat the same work.",
+EMPTYDIR_RETRY = Rule(
+    code="KUBE002",
+    name="job-retry-starts-from-scratch",
+    summary=(
+        "A Job with `restartPolicy: Never` retries into a new pod, but its checkpoints are on "
+        "an emptyDir."
+    ),
+    why=(
+        "With `restartPolicy: Never` the Job controller answers a failed pod by creating a new "
+        "one, up to `backoffLimit` times (6 when unset). An emptyDir is created empty with each "
+        "pod and deleted when its pod is removed, so every retry finds no checkpoint and trains "
+        "from step zero again. (With `OnFailure` the container restarts in the same pod and the "
+        "emptyDir survives a crash, but not an eviction.)"
+    ),
+    example_bad="restartPolicy: Never\nvolumes: [{name: ckpt, emptyDir: {}}]",
+    example_good=(
+        "restartPolicy: Never\nvolumes: [{name: ckpt, persistentVolumeClaim: {claimName: ckpt}}]"
+    ),
+    fix=(
+        "Keep checkpoints on a PersistentVolumeClaim, or set `backoffLimit: 0` if a retry would "
+        "only repeat the same work."
+    ),
+    family=FAMILY,
+    default_severity=Severity.ERROR,
+    fix_applicability=Applicability.NONE,
 )
-SHORT_GRACE = _rule(
-    "KUBE003",
-    "grace-period-shorter-than-checkpoint",
-    "`terminationGracePeriodSeconds` is shorter than the checkpoint save the pod declares.",
-    "When a pod is deleted, drained or preempted, each container's main process gets SIGTERM and, "
-    "once the grace period (30 seconds when unset) has passed, SIGKILL. A save on SIGTERM that "
-    "takes longer than the grace period is killed half-written. The save's duration is stated "
-    f"with the pod annotation `{ANNOTATION}`.",
-    f'annotations: {{{ANNOTATION}: "120"}}\n# terminationGracePeriodSeconds unset (30)',
-    f'annotations: {{{ANNOTATION}: "120"}}\nterminationGracePeriodSeconds: 180',
-    "Set `terminationGracePeriodSeconds` above the save time, with a margin.",
+SHORT_GRACE = Rule(
+    code="KUBE003",
+    name="grace-period-shorter-than-checkpoint",
+    summary="`terminationGracePeriodSeconds` is shorter than the checkpoint save the pod declares.",
+    why=(
+        "When a pod is deleted, drained or preempted, each container's main process gets SIGTERM "
+        "and, once the grace period (30 seconds when unset) has passed, SIGKILL. A save on "
+        "SIGTERM that takes longer than the grace period is killed half-written. The save's "
+        f"duration is stated with the pod annotation `{ANNOTATION}`."
+    ),
+    example_bad=f'annotations: {{{ANNOTATION}: "120"}}\n# terminationGracePeriodSeconds unset (30)',
+    example_good=f'annotations: {{{ANNOTATION}: "120"}}\nterminationGracePeriodSeconds: 180',
+    fix="Set `terminationGracePeriodSeconds` above the save time, with a margin.",
+    family=FAMILY,
+    default_severity=Severity.ERROR,
+    fix_applicability=Applicability.NONE,
 )
-UNPINNED = _rule(
-    "KUBE004",
-    "image-not-pinned-by-digest",
-    "A container image is named by tag (`repo:tag`), not by digest (`repo@sha256:...`).",
-    "A tag can be moved to another image at any time; a digest names one image's content. A Job "
-    "that retries, or is resumed days later, can pull a different image under the same tag and "
-    "resume a checkpoint with different code or library versions.",
-    "image: ghcr.io/acme/train:latest",
-    "image: ghcr.io/acme/train@sha256:4f1c...e9",
-    "Reference the image by digest (`docker buildx imagetools inspect IMAGE` prints it).",
-    Severity.WARNING,
+UNPINNED = Rule(
+    code="KUBE004",
+    name="image-not-pinned-by-digest",
+    summary="A container image is named by tag (`repo:tag`), not by digest (`repo@sha256:...`).",
+    why=(
+        "A tag can be moved to another image at any time; a digest names one image's content. A "
+        "Job that retries, or is resumed days later, can pull a different image under the same "
+        "tag and resume a checkpoint with different code or library versions."
+    ),
+    example_bad="image: ghcr.io/acme/train:latest",
+    example_good="image: ghcr.io/acme/train@sha256:4f1c...e9",
+    fix="Reference the image by digest (`docker buildx imagetools inspect IMAGE` prints it).",
+    family=FAMILY,
+    default_severity=Severity.WARNING,
+    fix_applicability=Applicability.NONE,
 )
 RULES = (CONTAINER_FS, EMPTYDIR_RETRY, SHORT_GRACE, UNPINNED)
 
@@ -101,7 +104,7 @@ Check = Callable[[str, SourceFile, Workload], Iterator[Finding]]
 
 
 def _finding(rule: Rule, source: SourceFile, line: int, message: str) -> Finding:
-    return Finding(rule.code, rule.default_severity, message, path=source.path, line=line, col=1)
+    return rule.finding(message, path=source.path, line=line, col=1)
 
 
 def _container_fs(text: str, source: SourceFile, work: Workload) -> Iterator[Finding]:

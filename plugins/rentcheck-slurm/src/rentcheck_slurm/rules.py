@@ -26,134 +26,162 @@ _UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "seconds": 1, "m": 60, "min": 60, 
 _UNIT_SECONDS |= {"minutes": 60, "h": 3600, "hour": 3600, "hours": 3600}
 
 
-def _rule(  # noqa: PLR0917 - the rule tables read best as positional rows
-    code: str,
-    name: str,
-    summary: str,
-    why: str,
-    bad: str,
-    good: str,
-    fix: str,
-    severity: Severity = Severity.WARNING,
-) -> Rule:
-    return Rule(
-        code=code,
-        name=name,
-        family=FAMILY,
-        summary=summary,
-        why=why,
-        example_bad=bad,
-        example_good=good,
-        fix=fix,
-        fix_applicability=Applicability.NONE,
-        default_severity=severity,
-    )
-
-
-NO_SIGNAL = _rule(
-    "SLR001",
-    "no-warning-signal",
-    "The job asks for no signal before its time limit (no `#SBATCH --signal=...@SECONDS`).",
-    "By default Slurm sends no signal before a job's end time: at the time limit the job's "
-    "processes get SIGTERM and, KillWait seconds later (a cluster setting, often 30), SIGKILL. "
-    "A save that takes longer than that never finishes, and the work since the last checkpoint "
-    "is lost. `--signal=B:USR1@90` asks Slurm to send SIGUSR1 to the batch shell about 90 "
-    "seconds before the end (Slurm may send it up to 60 seconds earlier than asked).",
-    "#SBATCH --time=04:00:00\npython train.py",
-    "#SBATCH --time=04:00:00\n#SBATCH --signal=B:USR1@90\ntrap 'kill -USR1 $PID' USR1\n"
-    "python train.py & PID=$!\nwait $PID",
-    "Add `#SBATCH --signal=B:USR1@LEAD` with LEAD longer than a checkpoint takes, and trap it.",
+NO_SIGNAL = Rule(
+    code="SLR001",
+    name="no-warning-signal",
+    summary="The job asks for no signal before its time limit (no `#SBATCH --signal=...@SECONDS`).",
+    why=(
+        "By default Slurm sends no signal before a job's end time: at the time limit the job's "
+        "processes get SIGTERM and, KillWait seconds later (a cluster setting, often 30), "
+        "SIGKILL. A save that takes longer than that never finishes, and the work since the "
+        "last checkpoint is lost. `--signal=B:USR1@90` asks Slurm to send SIGUSR1 to the batch "
+        "shell about 90 seconds before the end (Slurm may send it up to 60 seconds earlier than "
+        "asked)."
+    ),
+    example_bad="#SBATCH --time=04:00:00\npython train.py",
+    example_good=(
+        "#SBATCH --time=04:00:00\n#SBATCH --signal=B:USR1@90\ntrap 'kill -USR1 $PID' "
+        "USR1\npython train.py & PID=$!\nwait $PID"
+    ),
+    fix="Add `#SBATCH --signal=B:USR1@LEAD` with LEAD longer than a checkpoint takes, and trap it.",
+    family=FAMILY,
+    default_severity=Severity.WARNING,
+    fix_applicability=Applicability.NONE,
 )
-NO_REQUEUE = _rule(
-    "SLR002",
-    "no-requeue-on-preemptible",
-    "The job runs on a preemptible partition or QOS but does not ask for `--requeue`.",
-    "`--requeue` makes a batch job eligible to be requeued after a node failure or when a "
-    "higher-priority job preempts it; without it the cluster's JobRequeue setting decides. "
-    "Where preemption requeues (PreemptMode=REQUEUE), a job that may not be requeued is "
-    "cancelled instead. A requeued job runs its batch script again from the beginning, so the "
-    "script must resume from its checkpoint.",
-    "#SBATCH --partition=spot\npython train.py",
-    "#SBATCH --partition=spot\n#SBATCH --requeue\npython train.py --resume latest",
-    "Add `#SBATCH --requeue` (and resume from the last checkpoint), or `--no-requeue` if the "
-    "job must not run twice.",
+NO_REQUEUE = Rule(
+    code="SLR002",
+    name="no-requeue-on-preemptible",
+    summary="The job runs on a preemptible partition or QOS but does not ask for `--requeue`.",
+    why=(
+        "`--requeue` makes a batch job eligible to be requeued after a node failure or when a "
+        "higher-priority job preempts it; without it the cluster's JobRequeue setting decides. "
+        "Where preemption requeues (PreemptMode=REQUEUE), a job that may not be requeued is "
+        "cancelled instead. A requeued job runs its batch script again from the beginning, so "
+        "the script must resume from its checkpoint."
+    ),
+    example_bad="#SBATCH --partition=spot\npython train.py",
+    example_good="#SBATCH --partition=spot\n#SBATCH --requeue\npython train.py --resume latest",
+    fix=(
+        "Add `#SBATCH --requeue` (and resume from the last checkpoint), or `--no-requeue` if "
+        "the job must not run twice."
+    ),
+    family=FAMILY,
+    default_severity=Severity.WARNING,
+    fix_applicability=Applicability.NONE,
 )
-UNTRAPPED = _rule(
-    "SLR003",
-    "warning-signal-not-trapped",
-    "`--signal=B:SIG@...` signals the batch shell, but the script sets no `trap` for SIG.",
-    "With the B: prefix Slurm signals only the batch shell. A non-interactive bash with no "
-    "trap for USR1, USR2, TERM or INT is terminated by it (their default action), so the "
-    "warning kills the job early instead of making it save a checkpoint.",
-    "#SBATCH --signal=B:USR1@90\npython train.py",
-    "#SBATCH --signal=B:USR1@90\ntrap 'kill -USR1 $PID' USR1\npython train.py & PID=$!\nwait $PID",
-    "Add `trap 'kill -USR1 $PID' USR1` (forwarding to the trainer, which saves on it).",
-    Severity.ERROR,
+UNTRAPPED = Rule(
+    code="SLR003",
+    name="warning-signal-not-trapped",
+    summary="`--signal=B:SIG@...` signals the batch shell, but the script sets no `trap` for SIG.",
+    why=(
+        "With the B: prefix Slurm signals only the batch shell. A non-interactive bash with no "
+        "trap for USR1, USR2, TERM or INT is terminated by it (their default action), so the "
+        "warning kills the job early instead of making it save a checkpoint."
+    ),
+    example_bad="#SBATCH --signal=B:USR1@90\npython train.py",
+    example_good=(
+        "#SBATCH --signal=B:USR1@90\ntrap 'kill -USR1 $PID' USR1\npython train.py & "
+        "PID=$!\nwait $PID"
+    ),
+    fix="Add `trap 'kill -USR1 $PID' USR1` (forwarding to the trainer, which saves on it).",
+    family=FAMILY,
+    default_severity=Severity.ERROR,
+    fix_applicability=Applicability.NONE,
 )
-MISSES_SHELL = _rule(
-    "SLR004",
-    "trap-never-signalled",
-    "The script traps the `--signal` signal, but without the B: prefix Slurm never sends it to "
-    "the batch shell.",
-    "sbatch's `--signal` without `B:` signals every job step but not the batch shell itself, so "
-    "a `trap` in the batch script never runs. Either signal the shell (`--signal=B:USR1@90`) "
-    "and forward it, or drop the trap and let the steps (srun) handle the signal themselves.",
-    "#SBATCH --signal=USR1@90\ntrap 'touch STOP' USR1",
-    "#SBATCH --signal=B:USR1@90\ntrap 'touch STOP' USR1",
-    "Write `--signal=B:SIG@LEAD` when the batch script itself traps the signal.",
-    Severity.ERROR,
+MISSES_SHELL = Rule(
+    code="SLR004",
+    name="trap-never-signalled",
+    summary=(
+        "The script traps the `--signal` signal, but without the B: prefix Slurm never sends it "
+        "to the batch shell."
+    ),
+    why=(
+        "sbatch's `--signal` without `B:` signals every job step but not the batch shell "
+        "itself, so a `trap` in the batch script never runs. Either signal the shell "
+        "(`--signal=B:USR1@90`) and forward it, or drop the trap and let the steps (srun) "
+        "handle the signal themselves."
+    ),
+    example_bad="#SBATCH --signal=USR1@90\ntrap 'touch STOP' USR1",
+    example_good="#SBATCH --signal=B:USR1@90\ntrap 'touch STOP' USR1",
+    fix="Write `--signal=B:SIG@LEAD` when the batch script itself traps the signal.",
+    family=FAMILY,
+    default_severity=Severity.ERROR,
+    fix_applicability=Applicability.NONE,
 )
-FOREGROUND = _rule(
-    "SLR005",
-    "trap-behind-foreground-command",
-    "The script traps the warning signal but never uses `wait`, so the trainer runs in the "
-    "foreground and the trap waits for it.",
-    "When bash receives a trapped signal while a foreground command runs, the trap runs only "
-    "after that command completes; for a training run that is at the SIGKILL. Started in the "
-    "background and waited for with the `wait` builtin, the signal makes `wait` return at once "
-    "and the trap runs while there is still time to save.",
-    "trap 'kill -USR1 $PID' USR1\npython train.py",
-    "trap 'kill -USR1 $PID' USR1\npython train.py & PID=$!\nwait $PID",
-    "Start the trainer with `&`, keep `PID=$!`, and `wait $PID` (twice, if the trap forwards).",
-    Severity.ERROR,
+FOREGROUND = Rule(
+    code="SLR005",
+    name="trap-behind-foreground-command",
+    summary=(
+        "The script traps the warning signal but never uses `wait`, so the trainer runs in the "
+        "foreground and the trap waits for it."
+    ),
+    why=(
+        "When bash receives a trapped signal while a foreground command runs, the trap runs "
+        "only after that command completes; for a training run that is at the SIGKILL. Started "
+        "in the background and waited for with the `wait` builtin, the signal makes `wait` "
+        "return at once and the trap runs while there is still time to save."
+    ),
+    example_bad="trap 'kill -USR1 $PID' USR1\npython train.py",
+    example_good="trap 'kill -USR1 $PID' USR1\npython train.py & PID=$!\nwait $PID",
+    fix="Start the trainer with `&`, keep `PID=$!`, and `wait $PID` (twice, if the trap forwards).",
+    family=FAMILY,
+    default_severity=Severity.ERROR,
+    fix_applicability=Applicability.NONE,
 )
-SHORT_TIME = _rule(
-    "SLR006",
-    "time-limit-below-checkpoint-interval",
-    "`--time` is no longer than the checkpoint interval the script passes to the trainer.",
-    "A job that reaches its time limit before its first checkpoint saves nothing: every run, and "
-    "every requeue (which starts the script from the beginning), starts from step zero again "
-    "and the allocation is paid for without progress.",
-    "#SBATCH --time=01:00:00\npython train.py --checkpoint-interval 2h",
-    "#SBATCH --time=04:00:00\npython train.py --checkpoint-interval 30m",
-    "Checkpoint more often than the time limit (with room for the save), or ask for more time.",
-    Severity.ERROR,
+SHORT_TIME = Rule(
+    code="SLR006",
+    name="time-limit-below-checkpoint-interval",
+    summary="`--time` is no longer than the checkpoint interval the script passes to the trainer.",
+    why=(
+        "A job that reaches its time limit before its first checkpoint saves nothing: every "
+        "run, and every requeue (which starts the script from the beginning), starts from step "
+        "zero again and the allocation is paid for without progress."
+    ),
+    example_bad="#SBATCH --time=01:00:00\npython train.py --checkpoint-interval 2h",
+    example_good="#SBATCH --time=04:00:00\npython train.py --checkpoint-interval 30m",
+    fix="Checkpoint more often than the time limit (with room for the save), or ask for more time.",
+    family=FAMILY,
+    default_severity=Severity.ERROR,
+    fix_applicability=Applicability.NONE,
 )
-NODE_LOCAL = _rule(
-    "SLR007",
-    "checkpoint-on-node-local-tmp",
-    "Checkpoints are written under `$TMPDIR`, `$SLURM_TMPDIR`, `/tmp` or `/dev/shm`.",
-    "On most clusters these are node-local and per job: Slurm's job_container/tmpfs plugin, "
-    "for one, gives each job a private /tmp and /dev/shm that are removed when the job ends, and "
-    "a requeued job may start on another node. A copy-out at the end of the script does not run "
-    "when the job is killed at its time limit or preempted.",
-    "python train.py --checkpoint-dir $TMPDIR/ckpt",
-    "python train.py --checkpoint-dir /shared/$USER/run42/ckpt",
-    "Write checkpoints to shared storage that outlives the job (the cluster's project or "
-    "scratch file system).",
-    Severity.ERROR,
+NODE_LOCAL = Rule(
+    code="SLR007",
+    name="checkpoint-on-node-local-tmp",
+    summary="Checkpoints are written under `$TMPDIR`, `$SLURM_TMPDIR`, `/tmp` or `/dev/shm`.",
+    why=(
+        "On most clusters these are node-local and per job: Slurm's job_container/tmpfs plugin, "
+        "for one, gives each job a private /tmp and /dev/shm that are removed when the job "
+        "ends, and a requeued job may start on another node. A copy-out at the end of the "
+        "script does not run when the job is killed at its time limit or preempted."
+    ),
+    example_bad="python train.py --checkpoint-dir $TMPDIR/ckpt",
+    example_good="python train.py --checkpoint-dir /shared/$USER/run42/ckpt",
+    fix=(
+        "Write checkpoints to shared storage that outlives the job (the cluster's project or "
+        "scratch file system)."
+    ),
+    family=FAMILY,
+    default_severity=Severity.ERROR,
+    fix_applicability=Applicability.NONE,
 )
-LATE_DIRECTIVE = _rule(
-    "SLR008",
-    "directive-after-command",
-    "An `#SBATCH` line comes after the first command of the script, where sbatch ignores it.",
-    "sbatch reads `#SBATCH` options only before the first executable line of the script and stops "
-    "processing them at the first non-comment, non-blank line, so a `--time`, `--signal` or "
-    "`--requeue` placed after a `module load` or `set -e` silently does not apply.",
-    "set -euo pipefail\n#SBATCH --requeue",
-    "#SBATCH --requeue\nset -euo pipefail",
-    "Move every `#SBATCH` line above the first command.",
-    Severity.ERROR,
+LATE_DIRECTIVE = Rule(
+    code="SLR008",
+    name="directive-after-command",
+    summary=(
+        "An `#SBATCH` line comes after the first command of the script, where sbatch ignores it."
+    ),
+    why=(
+        "sbatch reads `#SBATCH` options only before the first executable line of the script and "
+        "stops processing them at the first non-comment, non-blank line, so a `--time`, "
+        "`--signal` or `--requeue` placed after a `module load` or `set -e` silently does not "
+        "apply."
+    ),
+    example_bad="set -euo pipefail\n#SBATCH --requeue",
+    example_good="#SBATCH --requeue\nset -euo pipefail",
+    fix="Move every `#SBATCH` line above the first command.",
+    family=FAMILY,
+    default_severity=Severity.ERROR,
+    fix_applicability=Applicability.NONE,
 )
 
 RULES = (
@@ -169,7 +197,7 @@ RULES = (
 
 
 def _finding(rule: Rule, source: SourceFile, line: int, message: str) -> Finding:
-    return Finding(rule.code, rule.default_severity, message, path=source.path, line=line, col=1)
+    return rule.finding(message, path=source.path, line=line, col=1)
 
 
 def _first_line(script: BatchScript) -> int:
