@@ -142,22 +142,13 @@ def _prerequisites_only(args: argparse.Namespace, row: Any) -> int:
 
 def run_plugin_gate(args: argparse.Namespace) -> int:
     """A plugin gate's own command: its runner, then the one judgement and the ledger."""
-    import importlib
-
-    from rentcheck.gates.judge import GateResult
     from rentcheck.gates.run import GateRun
     from rentcheck.gates.table import gate_named
     from rentcheck.registry import all_rules
 
     row = gate_named(args.gate_name)
-    config = _config(args)
-    run = GateRun(config, row, host=args.host, force_reason=force_reason(args))
-    if run.precheck():
-        module, _, function = (row.runner or "").partition(":")
-        runner = getattr(importlib.import_module(module), function)
-        result: GateResult = runner(config, {"host": args.host})
-    else:
-        result = GateResult(row.name, [])
+    run = GateRun(_config(args), row, host=args.host, force_reason=force_reason(args))
+    result = run.run_runner({"host": args.host})
     return finish(
         args, run, result, command=row.commands[0] if row.commands else row.name, rules=all_rules()
     )

@@ -102,21 +102,11 @@ class TableGateItem(GateItem):
     prerequisites, then its runner when it has one, judged like every gate."""
 
     def runtest(self) -> None:
-        import importlib
-
-        from rentcheck.gates.judge import GateResult
         from rentcheck.gates.run import GateRun
-        from rentcheck.gates.table import gate_named
 
         config = load_project_config(self.config)
-        row = gate_named(self.gate)
-        run = GateRun(config, row, host=self.host, via="pytest")
-        result = GateResult(row.name, [])
-        if run.precheck() and row.runner is not None:
-            module, _, function = row.runner.partition(":")
-            result = getattr(importlib.import_module(module), function)(config, {"host": self.host})
-        result.findings = [*run.order_findings, *result.findings]
-        self.raise_if_failing(config, result)
+        run = GateRun(config, self.gate, host=self.host, via="pytest")
+        self.raise_if_failing(config, run.with_order(run.run_runner({"host": self.host})))
 
 
 def requested_gates(config: pytest.Config) -> frozenset[str]:

@@ -90,6 +90,23 @@ class GateRun:
         self.order_findings = found
         return not blocking
 
+    def run_runner(self, options: Mapping[str, Any]) -> GateResult:
+        """Prerequisites, then the row's runner when they hold and it has one (a plugin's
+        gate); an empty result otherwise. The order findings are added by ``conclude``."""
+        if self.precheck() and self.gate.runner is not None:
+            import importlib
+
+            module, _, function = self.gate.runner.partition(":")
+            runner = getattr(importlib.import_module(module), function)
+            result: GateResult = runner(self.config, dict(options))
+            return result
+        return GateResult(self.gate.name, [])
+
+    def with_order(self, result: GateResult) -> GateResult:
+        """``result`` with the prerequisite findings in front of the gate's own."""
+        result.findings = [*self.order_findings, *result.findings]
+        return result
+
     def conclude(
         self,
         result: GateResult,
@@ -99,7 +116,7 @@ class GateRun:
         record: bool = True,
     ) -> Verdict:
         """Judge ``result`` (with the order findings) and append it to the ledger."""
-        result.findings = [*self.order_findings, *result.findings]
+        self.with_order(result)
         verdict = judge(
             self.config, result, section=self.gate.section, exit_zero=exit_zero, rules=rules
         )
