@@ -35,9 +35,11 @@ _SAVER = """
 import os, sys, threading, time, torch
 path, atomic = sys.argv[1], sys.argv[2] == "atomic"
 state = {"w": torch.ones(64 * 1024 * 1024 // 4)}  # 64 MiB
+# The previous checkpoint is small: the save has begun once the target outgrows it.
+floor = 0 if atomic else os.path.getsize(path)
 def announce():
     target = path + ".tmp" if atomic else path
-    while not (os.path.exists(target) and os.path.getsize(target) > 0):
+    while not (os.path.exists(target) and os.path.getsize(target) > floor):
         time.sleep(0.001)
     open(path + ".writing", "w").close()
 threading.Thread(target=announce, daemon=True).start()
