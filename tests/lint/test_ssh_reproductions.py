@@ -6,6 +6,7 @@ The box is this machine seen through sshd, so the test can look at the far side'
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -176,3 +177,95 @@ def test_rc117_a_hung_probe_stops_ssh_and_timeout_bounds_it(ssh: list[str], tmp_
         assert bounded.returncode == 124  # the watcher gets control back
     finally:
         _kill_matching(marker)
+
+
+def _transport(tmp_path: Path, ssh: list[str]) -> tuple[Path, Path]:
+    """An ssh for scp -S / rsync -e that records its pid: killing it is the dropped link."""
+    pidfile = tmp_path / "transport.pid"
+    wrapper = write(
+        tmp_path / "ssh-transport",
+        f'#!/bin/sh\necho $$ > {pidfile}\nexec ssh -F {ssh[2]} "$@"\n',
+    )
+    return wrapper, pidfile
+
+
+def _drop_link_when(
+    pidfile: Path, client: subprocess.Popen[bytes], folder: Path, glob: str
+) -> None:
+    """Kill the transport once a file the copy writes (``glob`` in ``folder``: rsync's
+    temporary name is random) has some bytes in it."""
+
+    def started() -> bool:
+        return any(p.stat().st_size > 64 * 1024 for p in folder.glob(glob))
+
+    try:
+        wait_for(started, "the copy")
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        assert client.wait(timeout=60) != 0
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+
+
+@pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync is not installed")
+def test_rc115_rsync_without_partial_sends_a_dropped_file_again_from_zero(
+    ssh: list[str], tmp_path: Path
+) -> None:
+    bad = write(tmp_path / "bad.sh", "#!/usr/bin/env bash\nrsync -a box:/ckpt/ ./ckpt/\n")
+    good = write(
+        tmp_path / "good.sh", "#!/usr/bin/env bash\nrsync -a --partial box:/ckpt/ ./ckpt/\n"
+    )
+    assert flagged(bad, "RC115") == [2] and not flagged(good, "RC115")
+    source = tmp_path / "box" / "last.pt"
+    source.parent.mkdir()
+    source.write_bytes(os.urandom(4 * 1024 * 1024))
+    wrapper, pidfile = _transport(tmp_path, ssh)
+    sent_again: dict[str, int] = {}
+    for partial in ([], ["--partial"]):
+        dest = tmp_path / ("kept" if partial else "dropped")
+        dest.mkdir()
+        copy = ["rsync", "-a", *partial, "-e", str(wrapper), f"box:{source}", f"{dest}/"]
+        # Slowed to 2 MB/s so that the drop comes mid-file.
+        client = subprocess.Popen(
+            [*copy[:2], "--bwlimit=2000", *copy[2:]], stderr=subprocess.DEVNULL
+        )
+        _drop_link_when(pidfile, client, dest, ".last.pt.*")
+        kept = [p.stat().st_size for p in dest.iterdir()]
+        rerun = subprocess.run([*copy, "--stats"], capture_output=True, text=True, timeout=120)
+        assert rerun.returncode == 0, rerun.stderr
+        assert (dest / "last.pt").read_bytes() == source.read_bytes()
+        literal = next(ln for ln in rerun.stdout.splitlines() if ln.startswith("Literal data"))
+        sent_again["--partial" if partial else "plain"] = int(
+            literal.split(":")[1].split()[0].replace(",", "")
+        )
+        # Without --partial the received part was deleted; with it, it stays as the file.
+        assert (kept == []) if not partial else (kept and kept[0] > 64 * 1024)
+    assert sent_again["plain"] == source.stat().st_size  # every byte crossed the link again
+    assert sent_again["--partial"] < source.stat().st_size  # the kept part was not resent
+
+
+def test_rc115_scp_r_restarts_from_zero_and_copies_what_a_link_points_to(
+    ssh: list[str], tmp_path: Path
+) -> None:
+    bad = write(tmp_path / "bad.sh", "#!/usr/bin/env bash\nscp -r box:/ckpt ./ckpt\n")
+    assert flagged(bad, "RC115") == [2]
+    tree = tmp_path / "box" / "ckpt"
+    tree.mkdir(parents=True)
+    (tree / "last.pt").write_bytes(os.urandom(4 * 1024 * 1024))
+    (tree / "best.pt").symlink_to(tree / "last.pt")
+    wrapper, pidfile = _transport(tmp_path, ssh)
+    dest = tmp_path / "pulled"
+    dest.mkdir()
+    # -O: the scp protocol (OpenSSH before 9.0, and where the box offers no sftp subsystem).
+    copy = ["scp", "-O", "-r", "-S", str(wrapper), f"box:{tree}", str(dest)]
+    client = subprocess.Popen([*copy[:1], "-l", "16000", *copy[1:]], stderr=subprocess.DEVNULL)
+    _drop_link_when(pidfile, client, dest, "ckpt/last.pt")
+    rerun = subprocess.run([copy[0], "-v", *copy[1:]], capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stderr
+    received = next(ln for ln in rerun.stderr.splitlines() if ln.startswith("Transferred:"))
+    # Both files came again in full: the part already there counted for nothing, and the
+    # link arrived as a second 4 MiB copy.
+    assert int(received.split("received ")[1].split()[0]) >= 8 * 1024 * 1024
+    assert not (dest / "ckpt" / "best.pt").is_symlink()
+    assert (dest / "ckpt" / "best.pt").stat().st_size == 4 * 1024 * 1024

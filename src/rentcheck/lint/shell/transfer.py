@@ -19,10 +19,12 @@ RULE = Rule(
     family="shell",
     summary="`scp -r` of a directory, or rsync to/from a host without `--partial`",
     why=(
-        "Pulling checkpoints over a flaky link is where a connection drops. `scp -r` restarts "
-        "every file from zero, follows symlinks and copies sparse files whole; rsync without "
-        "`--partial` deletes the half-written file on interruption, so a 20 GB checkpoint is "
-        "sent again from the start each time. Meanwhile the box bills by the hour."
+        "Pulling checkpoints over a flaky link is where a connection drops. `scp` cannot "
+        "resume: after a drop every file is sent again from byte 0 (and the scp protocol, "
+        "`scp -O` or OpenSSH before 9.0, copies what a symlink points to, so a `best.pt` "
+        "link arrives as a second full checkpoint). rsync without `--partial` deletes the "
+        "half-received file when the connection drops, so a 20 GB checkpoint is sent again "
+        "from the start each time. Meanwhile the box bills by the hour."
     ),
     example_bad="scp -r box:/root/autodl-tmp/ckpt ./ckpt",
     example_good="rsync -a --partial --info=progress2 box:/root/autodl-tmp/ckpt/ ./ckpt/",
