@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.box.sshdkit import sshd_binary, start_lab
-from tests.lint.reproduce import flagged, wait_for, write
+from tests.lint.reproduce import bash, flagged, wait_for, write
 
 
 @pytest.fixture(scope="module")
@@ -269,3 +269,57 @@ def test_rc115_scp_r_restarts_from_zero_and_copies_what_a_link_points_to(
     assert int(received.split("received ")[1].split()[0]) >= 8 * 1024 * 1024
     assert not (dest / "ckpt" / "best.pt").is_symlink()
     assert (dest / "ckpt" / "best.pt").stat().st_size == 4 * 1024 * 1024
+
+
+def test_rc118_a_gpu_wait_on_this_machine_proves_nothing_about_the_node(
+    ssh: list[str], tmp_path: Path
+) -> None:
+    """Stand-ins for the two machines: this one's `nvidia-smi` on the script's PATH, and
+    the node's, reached over ssh, which answers only once the node's GPUs are up. (`ssh
+    "$n"` stands in for `srun -w "$n"`, which needs a Slurm cluster; the rule treats both
+    as work started on another node.)"""
+    here, node = tmp_path / "here", tmp_path / "node"
+    here.mkdir()
+    node.mkdir()
+    write(here / "ssh", f'#!/bin/sh\nexec /usr/bin/ssh -F {ssh[2]} "$@"\n')
+    write(here / "nvidia-smi", "#!/bin/sh\nexit 0\n")  # the batch host: its GPUs are fine
+    probes = node / "probes"
+    probes.touch()
+    write(node / "nvidia-smi", f"#!/bin/sh\necho probe >> {probes}\n[ -e {node}/gpus-up ]\n")
+    write(
+        node / "worker",
+        f"#!/bin/sh\nif {node}/nvidia-smi; then s=ready; else s=not-ready; fi\n"
+        f"echo $s > {node}/seen\n",
+    )
+    loop = (
+        "#!/usr/bin/env bash\nfor n in box; do\n    until {probe} > /dev/null 2>&1; do\n"
+        '        sleep 0.1\n    done\n    ssh "$n" {node}/worker\ndone\n'
+    )
+    bad = write(tmp_path / "bad.sh", loop.format(probe="nvidia-smi", node=node))
+    good = write(tmp_path / "good.sh", loop.format(probe=f'ssh "$n" {node}/nvidia-smi', node=node))
+    assert flagged(bad, "RC118") == [3] and not flagged(good, "RC118")
+    env = {"PATH": f"{here}:{os.environ['PATH']}"}
+    seen = node / "seen"
+    # The node's GPUs are down: the local wait passes at once and the work starts anyway.
+    assert bash(bad, cwd=tmp_path, env=env).returncode == 0
+    assert seen.read_text().strip() == "not-ready"
+    seen.unlink()
+    probes.write_text("")
+    # Polling the node itself holds the work back until its GPUs are up.
+    run = subprocess.Popen(
+        ["bash", str(good)], cwd=tmp_path, env={**os.environ, **env}, stdin=subprocess.DEVNULL
+    )
+    try:
+        wait_for(lambda: len(probes.read_text().split()) >= 2, "the node to be polled")
+        assert not seen.exists()
+        (node / "gpus-up").touch()
+        assert run.wait(timeout=60) == 0
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert seen.read_text().strip() == "ready"
+    # On a head without GPUs (no nvidia-smi here) the local wait never ends at all.
+    (here / "nvidia-smi").unlink()
+    with pytest.raises(subprocess.TimeoutExpired):
+        bash(bad, cwd=tmp_path, env=env, timeout=3)
