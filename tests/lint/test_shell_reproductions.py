@@ -262,3 +262,27 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+
+
+def test_rc119_the_line_reported_is_where_bash_itself_gives_up(tmp_path: Path) -> None:
+    fixtures = Path(__file__).parent.parent / "fixtures" / "lint" / "RC119"
+    bad = write(tmp_path / "bad.sh", (fixtures / "bad_python_behind_sh.sh").read_bytes())
+    assert flagged(bad, "RC119") == [3]
+    # Python behind an sh shebang: bash's parser stops at the same line, and run as a
+    # script it executes the lines before that as commands, then dies.
+    check = subprocess.run(["bash", "-n", str(bad)], capture_output=True, text=True, check=False)
+    assert check.returncode == 2 and "line 3: syntax error" in check.stderr
+    run = bash(bad, "x", cwd=tmp_path)
+    assert run.returncode == 2 and "line 3: syntax error" in run.stderr
+    assert "import" in run.stderr  # line 2 ran as a command first
+    # What the rule leaves alone bash reads whole, and runs.
+    for name, expected in (
+        ("good_python_behind_sh.sh", "hello ['x']"),
+        ("good_trailing_continuation.sh", ""),
+    ):
+        good = write(tmp_path / name, (fixtures / name).read_bytes())
+        assert not flagged(good, "RC119")
+        ok = subprocess.run(["bash", "-n", str(good)], capture_output=True, check=False)
+        assert ok.returncode == 0
+        if expected:
+            assert bash(good, "x", cwd=tmp_path).stdout.strip() == expected
