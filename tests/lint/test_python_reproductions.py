@@ -227,3 +227,71 @@ def test_rc210_an_undefined_name_fails_only_when_its_line_runs(tmp_path: Path) -
     # Bound later in the loop: defined from the second pass on, which is when it is read.
     fine = _python(f"exec(open({str(good)!r}).read()); print(deltas([1, 4, 9]))", tmp_path)
     assert fine.stdout.strip() == "[3, 5]"
+
+
+# A training loop that checkpoints every step (atomically, so only the resume is at stake).
+_TRAINER = """import argparse
+import os
+import time
+
+import torch
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=1000)
+    args = parser.parse_args()
+    model = torch.nn.Linear(4, 2)
+    start = 0
+RESUME    for step in range(start, args.steps):
+        print("step", step, flush=True)
+        torch.save({"model": model.state_dict(), "step": step}, "last.pt.tmp")
+        os.replace("last.pt.tmp", "last.pt")
+        time.sleep(0.05)
+
+
+if __name__ == "__main__":
+    main()
+"""
+_RESUME = """    if os.path.exists("last.pt"):
+        state = torch.load("last.pt", weights_only=True)
+        model.load_state_dict(state["model"])
+        start = state["step"] + 1
+"""
+
+
+def _kill_after_step(script: Path, step: int) -> None:
+    """Run the trainer until it printed ``step``, then SIGKILL it (a preemption)."""
+    log = script.parent / "first.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, stdout=out)
+    try:
+        wait_for(lambda: f"step {step}" in log.read_text(), f"step {step}", limit=120)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_rc205_a_relaunch_after_a_kill_starts_again_from_step_0(tmp_path: Path) -> None:
+    for name, resume in (("bad", ""), ("good", _RESUME)):
+        folder = tmp_path / name
+        folder.mkdir()
+        script = write(folder / "train.py", _TRAINER.replace("RESUME", resume))
+        assert flagged(script, "RC205") == ([] if resume else [16])
+        _kill_after_step(script, 3)
+        saved = torch.load(folder / "last.pt", weights_only=True)["step"]
+        assert saved >= 3
+        relaunch = subprocess.run(
+            [sys.executable, str(script), "--steps", str(saved + 2)],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        first = relaunch.stdout.splitlines()[0]
+        # The same command, relaunched: the flagged script redoes every step.
+        assert first == ("step 0" if not resume else f"step {saved + 1}")
