@@ -286,3 +286,21 @@ def test_rc119_the_line_reported_is_where_bash_itself_gives_up(tmp_path: Path) -
         assert ok.returncode == 0
         if expected:
             assert bash(good, "x", cwd=tmp_path).stdout.strip() == expected
+
+
+def test_rc210_a_python_heredoc_fails_on_the_line_reported_in_the_script(tmp_path: Path) -> None:
+    fixtures = Path(__file__).parent.parent / "fixtures" / "lint" / "RC210"
+    bad = write(tmp_path / "bad.sh", (fixtures / "bad_heredoc.sh").read_bytes())
+    good = write(tmp_path / "good.sh", (fixtures / "good_heredoc.sh").read_bytes())
+    lines = flagged(bad, "RC210")
+    if not lines:
+        pytest.skip("ruff is not installed (extra lint-python)")
+    assert lines == [9] and not flagged(good, "RC210")
+    run = bash(bad, cwd=tmp_path)
+    # Python numbers the heredoc's lines from its first: line 5 of the body is line 9 here.
+    assert run.returncode == 1 and 'File "<stdin>", line 5' in run.stderr
+    assert "NameError: name 'stpes'" in run.stderr
+    assert bad.read_text().splitlines()[8] == 'print(f"trained {stpes} steps")'
+    # The unquoted heredoc runs as bash expands it: its `$X` are not Python's to judge.
+    fine = bash(good, cwd=tmp_path, env={"OUT": "/ckpt"})
+    assert fine.returncode == 0 and fine.stdout.splitlines()[0].startswith("/ckpt/ckpt-3.pt ")

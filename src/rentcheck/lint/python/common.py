@@ -14,7 +14,7 @@ from rentcheck.lint.check import FileCheck
 from rentcheck.lint.source import FileKind, SourceFile
 from rentcheck.model import Finding, Rule
 
-__all__ = ["PYTHON_ONLY", "python_applies", "python_check"]
+__all__ = ["PYTHON_ONLY", "feeds_python_heredoc", "python_applies", "python_check"]
 
 PYTHON_ONLY = frozenset({FileKind.PYTHON})
 # Shell scripts too: the Python they feed an interpreter as a heredoc is checked as well.
@@ -25,15 +25,22 @@ def python_applies(source: SourceFile) -> bool:
     return source.kind is FileKind.PYTHON and not source.is_binary and not source.truncated
 
 
-def _applies(source: SourceFile) -> bool:
-    if source.kind is FileKind.PYTHON:
-        return python_applies(source)
+def feeds_python_heredoc(source: SourceFile) -> bool:
+    """Whether a shell script may feed Python to an interpreter as a heredoc (cheap test)."""
+    if source.kind is not FileKind.SHELL:
+        return False
     data = source.data
     if source.is_binary or source.truncated or b"<<" not in data or b"python" not in data:
         return False
     from rentcheck.lint.shell.common import tree_sitter_available
 
     return tree_sitter_available()
+
+
+def _applies(source: SourceFile) -> bool:
+    if source.kind is FileKind.PYTHON:
+        return python_applies(source)
+    return feeds_python_heredoc(source)
 
 
 def python_check(rule: Rule, module: str, function: str) -> FileCheck:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from rentcheck.lint.check import Project, ProjectCheck
-from rentcheck.lint.python.common import python_applies
-from rentcheck.lint.source import SourceFile
+from rentcheck.lint.python.common import feeds_python_heredoc, python_applies
+from rentcheck.lint.source import FileKind, SourceFile
 from rentcheck.model import Applicability, Finding, Rule, Severity
 
 RUFF_RULE = Rule(
@@ -22,7 +22,7 @@ RUFF_RULE = Rule(
         "checkpoint code is a NameError hours into a paid run, after the GPU time is spent. "
         "These are found statically in milliseconds; rentcheck runs ruff's pyflakes rules "
         "(undefined names, unused or redefined imports, syntax errors) so they never reach "
-        "the box."
+        "the box, also over the Python a shell script feeds `python -` as a heredoc."
     ),
     example_bad="def save(step):\n    torch.save(state, f'ckpt-{stpe}.pt')  # F821 undefined name",
     example_good="def save(step):\n    torch.save(state, f'ckpt-{step}.pt')",
@@ -47,6 +47,10 @@ RUFF_MISSING_RULE = Rule(
     fix_applicability=Applicability.NONE,
     default_severity=Severity.NOTE,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
+if TYPE_CHECKING:
+    from rentcheck.lint.python.heredoc import HeredocProgram
 
 # Undefined names and syntax errors fail at run time; unused or shadowed imports are smells.
 ERROR_CODES = ("F821", "F822", "F823", "F63", "F7", "E9")
@@ -73,21 +77,37 @@ def _name_kind(path: str) -> str:
     return f"{os.path.splitext(name)[1]}|{name == '__init__.py'}"
 
 
+def _applies(source: SourceFile) -> bool:
+    return python_applies(source) or feeds_python_heredoc(source)
+
+
 def _run(project: Project) -> Iterator[Finding]:
     files = [f for f in project.files if python_applies(f)]
-    if not files:
+    scripts = [f for f in project.files if feeds_python_heredoc(f)]
+    if not files and not scripts:
         return
     ruff = _ruff()
     if ruff is None:
         yield RUFF_MISSING_RULE.finding(
             "ruff is not installed: undefined-name and import checks (RC210) were skipped; "
             "pip install 'rentcheck[lint-python]'",
-            path=files[0].path,
+            path=(files or scripts)[0].path,
         )
         return
-    # ruff's pyflakes rules judge one file at a time: answers are cached by content, and only
-    # the files the cache has not seen are handed to ruff (a warm run starts no process).
-    cache, identity = project.cache, _identity(ruff)
+    yield from _cached(project, ruff, files, _ruff_findings)
+    yield from _cached(project, ruff, scripts, _heredoc_findings)
+
+
+def _cached(
+    project: Project,
+    ruff: str,
+    files: list[SourceFile],
+    judge: Callable[[str, list[SourceFile]], dict[str, list[Finding]] | str],
+) -> Iterator[Finding]:
+    """ruff's answers for ``files``: pyflakes rules judge one file at a time, so answers are
+    cached by content, and only the files the cache has not seen are handed to ``judge``
+    (a warm run starts no process)."""
+    cache, identity = project.cache, f"{_identity(ruff)}|{judge.__name__}"
     keys: dict[str, str] = {}
     misses: list[SourceFile] = []
     for source in files:
@@ -102,7 +122,7 @@ def _run(project: Project) -> Iterator[Finding]:
             yield from cached
     if not misses:
         return
-    found = _ruff_findings(ruff, misses)
+    found = judge(ruff, misses)
     if isinstance(found, str):
         yield RUFF_MISSING_RULE.finding(found, path=misses[0].path)
         return
@@ -110,6 +130,73 @@ def _run(project: Project) -> Iterator[Finding]:
         if cache is not None:
             cache.put(keys[source.path], found.get(source.path, []))
         yield from found.get(source.path, [])
+
+
+def _heredoc_findings(ruff: str, scripts: list[SourceFile]) -> dict[str, list[Finding]] | str:
+    """RC210 findings per shell script for the Python it feeds an interpreter as heredocs:
+    each body goes to ruff as a file of its own, the findings come back on the script's lines."""
+    import tempfile
+
+    from rentcheck.lint.python.heredoc import mapped_back, python_heredocs
+
+    programs: dict[str, tuple[SourceFile, HeredocProgram]] = {}
+    with tempfile.TemporaryDirectory(prefix="rentcheck-heredoc-") as folder:
+        bodies: list[SourceFile] = []
+        for script in scripts:
+            for heredoc in python_heredocs(script):
+                name = f"heredoc{len(bodies)}.py"
+                abspath = os.path.join(folder, name)
+                data = _as_python_reads_it(heredoc)
+                with open(abspath, "wb") as handle:
+                    handle.write(data)
+                body = SourceFile(name, abspath, data, heredoc.program.mode, FileKind.PYTHON)
+                bodies.append(body)
+                programs[name] = (script, heredoc)
+        if not bodies:
+            return {}
+        found = _ruff_findings(ruff, bodies)
+    if isinstance(found, str):
+        return found
+    by_script: dict[str, list[Finding]] = {}
+    for name, findings in found.items():
+        script, heredoc = programs[name]
+        by_script.setdefault(script.path, []).extend(
+            mapped_back(f, heredoc.offset, script.path)
+            for f in findings
+            if not _about_shell_text(f, heredoc)
+        )
+    return by_script
+
+
+def _as_python_reads_it(heredoc: HeredocProgram) -> bytes:
+    """The body with each shell expansion (`$X`, `${X}`, `$(cmd)`) replaced by as many `0`s:
+    a number where bash puts its text, on the same lines and columns."""
+    data = bytearray(heredoc.program.data)
+    for start, end in heredoc.expansions:
+        data[start:end] = bytes(b if b == 0x0A else 0x30 for b in data[start:end])
+    return bytes(data)
+
+
+def _about_shell_text(finding: Finding, heredoc: HeredocProgram) -> bool:
+    """Whether a finding may be about what bash puts in the body rather than the Python
+    written there: a syntax error in a body with expansions (`import $MODULE`), or any
+    finding that touches an expanded span (`print(model_$N)`)."""
+    if not heredoc.expansions:
+        return False
+    if finding.details.get("ruff_code") == "syntax-error" or str(
+        finding.details.get("ruff_code", "")
+    ).startswith("E9"):
+        return True
+    data = heredoc.program.data
+    line_starts = [0] + [i + 1 for i, b in enumerate(data) if b == 0x0A]
+    if finding.line is None or finding.line > len(line_starts):
+        return True
+    first = line_starts[finding.line - 1] + (finding.col or 1) - 1
+    end_line = finding.end_line or finding.line
+    last = (
+        line_starts[min(end_line, len(line_starts)) - 1] + (finding.end_col or finding.col or 1) - 1
+    )
+    return any(start <= last and first <= end for start, end in heredoc.expansions)
 
 
 def _ruff_findings(ruff: str, files: list[SourceFile]) -> dict[str, list[Finding]] | str:
@@ -171,4 +258,4 @@ def _ruff_findings(ruff: str, files: list[SourceFile]) -> dict[str, list[Finding
     return found
 
 
-RUFF = ProjectCheck(RUFF_RULE, python_applies, _run)
+RUFF = ProjectCheck(RUFF_RULE, _applies, _run)
