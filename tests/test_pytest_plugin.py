@@ -19,6 +19,7 @@ def tree(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.path.joinpath("good.sh").write_bytes(b"#!/bin/sh\necho ok\n")
     pytester.path.joinpath("good.sh").chmod(0o755)
     pytester.path.joinpath("README.md").write_text("# not checked\n")
+    pytester.path.joinpath("rentcheck.yaml").write_text("preview: true\n")  # RC103 is preview
     pytester.makepyfile(test_real="def test_ok():\n    assert True\n")
     return pytester
 

@@ -24,7 +24,8 @@ def _summary(result) -> list[tuple[str, int | None, str]]:
 
 def test_parallel_run_equals_serial_run(tmp_path: Path) -> None:
     repo = _tree(tmp_path / "repo")
-    linter = Linter(Config(root=str(repo)), load_rule_set(with_plugins=False))
+    # RC103 (a preview rule) too: mode-dependent findings must survive the worker processes.
+    linter = Linter(Config(root=str(repo), preview=True), load_rule_set(with_plugins=False))
     serial = linter.run([str(repo)], jobs=1)
     parallel = linter.run([str(repo)], jobs=2)
     assert _summary(serial) == _summary(parallel)

@@ -24,7 +24,9 @@ REPO = {
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "repo", REPO, executable=("run.sh", "setup.sh"))
+    # RC103 is a preview rule: the project turns preview on.
+    files = {**REPO, "rentcheck.yaml": "preview: true\n"}
+    return make_repo(tmp_path / "repo", files, executable=("run.sh", "setup.sh"))
 
 
 def _schema() -> dict[str, object]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rentcheck.lint.check import FileCheck
 from rentcheck.lint.source import FileKind, SourceFile
-from rentcheck.model import Applicability, Finding, Rule, Severity
+from rentcheck.model import Applicability, Finding, Rule, RuleStatus, Severity
 
 RULE = Rule(
     code="RC103",
@@ -18,8 +18,11 @@ RULE = Rule(
         "runs it as bash, nohup and setsid hand it to /bin/sh (dash on Debian and Ubuntu, "
         "where `[[` and arrays fail), and Python's subprocess or a launcher that execs it "
         "directly fails with `Exec format error`. Either way the job does not start and the "
-        "GPU idles on your bill. (Only scripts are judged: an executable YAML or Markdown "
-        "file is run by nobody, and sbatch reads its script itself.)"
+        "GPU idles on your bill. Both bite only where the file is run by path (`./run.sh`, "
+        "`nohup ./run.sh`, an exec from Python); run as `bash run.sh` neither matters, which "
+        "is how public training repositories almost always run theirs (hence preview). "
+        "(Only scripts are judged: an executable YAML or Markdown file is run by nobody, "
+        "and sbatch reads its script itself.)"
     ),
     example_bad="-rw-r--r--  run.sh   (first line: #!/usr/bin/env bash)",
     example_good="-rwxr-xr-x  run.sh   (first line: #!/usr/bin/env bash)",
@@ -30,6 +33,7 @@ RULE = Rule(
     ),
     fix_applicability=Applicability.UNSAFE,
     default_severity=Severity.WARNING,
+    status=RuleStatus.PREVIEW,
 )
 
 
