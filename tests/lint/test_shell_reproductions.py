@@ -304,3 +304,77 @@ def test_rc210_a_python_heredoc_fails_on_the_line_reported_in_the_script(tmp_pat
     # The unquoted heredoc runs as bash expands it: its `$X` are not Python's to judge.
     fine = bash(good, cwd=tmp_path, env={"OUT": "/ckpt"})
     assert fine.returncode == 0 and fine.stdout.splitlines()[0].startswith("/ckpt/ckpt-3.pt ")
+
+
+def _rc102_findings(repo: Path) -> list[str]:
+    from rentcheck.config import Config
+    from rentcheck.lint.engine import Linter
+    from rentcheck.registry import load_rule_set
+
+    config = Config(root=str(repo), select=("RC102",))
+    result = Linter(config, load_rule_set(with_plugins=False)).run([str(repo)], cache=False)
+    return [f.path or "" for f in result.findings]
+
+
+def test_rc102_an_autocrlf_checkout_brings_crlf_back_unless_attributes_pin_lf(
+    tmp_path: Path,
+) -> None:
+    from tests.conftest import git, make_repo
+
+    script = "#!/usr/bin/env bash\nmkdir -p out\ntouch out/done\n"
+    for name, attributes in (("bad", None), ("good", "*.sh text eol=lf\n")):
+        files = {"run.sh": script} | ({".gitattributes": attributes} if attributes else {})
+        origin = make_repo(tmp_path / f"{name}-origin", files, executable=("run.sh",))
+        git(origin, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+        assert _rc102_findings(origin) == ([".gitattributes"] if attributes is None else [])
+        # A collaborator's checkout with core.autocrlf=true (Git for Windows' default).
+        clone = tmp_path / f"{name}-clone"
+        subprocess.run(
+            ["git", "-c", "core.autocrlf=true", "clone", "-q", str(origin), str(clone)],
+            check=True,
+        )
+        crlf = b"\r\n" in (clone / "run.sh").read_bytes()
+        run = bash(clone / "run.sh", cwd=clone)
+        if attributes is None:  # the copy that goes to the box breaks there
+            assert crlf and run.returncode != 0 and not (clone / "out" / "done").exists()
+        else:
+            assert not crlf and run.returncode == 0 and (clone / "out" / "done").exists()
+
+
+def test_rc113_a_key_in_the_script_is_in_git_history_and_in_every_users_ps(
+    tmp_path: Path,
+) -> None:
+    from tests.conftest import git, make_repo
+
+    key = "0123456789abcdef0123456789abcdef01234567"
+    # A stand-in for the wandb CLI: it stays up while the test looks at the process table.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # Run by its interpreter with its arguments, as the real (Python) one is.
+    write(
+        bin_dir / "wandb",
+        f"#!/bin/sh\ntouch {tmp_path}/$1.started\nwhile :; do sleep 0.1; done\n",
+    )
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "WANDB_API_KEY": key}
+    for name, line in (("bad", f"wandb login {key}"), ("good", "wandb login")):
+        repo = make_repo(tmp_path / name, {"launch.sh": f"#!/usr/bin/env bash\n{line}\n"})
+        assert flagged(repo / "launch.sh", "RC113") == ([2] if name == "bad" else [])
+        git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "launch")
+        in_history = key in git(repo, "log", "-p")
+        proc = subprocess.Popen(
+            ["bash", str(repo / "launch.sh")],
+            env={**os.environ, **env},
+            stdin=subprocess.DEVNULL,
+        )
+        try:
+            wait_for((tmp_path / "login.started").exists, "the login")
+            # What any user of a shared host sees (/proc/PID/cmdline is world-readable).
+            seen = subprocess.run(
+                ["ps", "-eww", "-o", "args"], capture_output=True, text=True
+            ).stdout
+        finally:
+            proc.kill()
+            proc.wait()
+            subprocess.run(["pkill", "-f", f"{tmp_path}/"], check=False)
+            (tmp_path / "login.started").unlink()
+        assert (in_history, key in seen) == ((True, True) if name == "bad" else (False, False))

@@ -27,7 +27,10 @@ RULE = Rule(
         "mode 600, sent to the box on stdin."
     ),
     example_bad="wandb login 0123456789abcdef0123456789abcdef01234567",
-    example_good='wandb login "$WANDB_API_KEY"   # set outside the repo, sent over ssh stdin',
+    example_good=(
+        "wandb login   # reads WANDB_API_KEY, set outside the repo and sent over ssh stdin: "
+        "no key in the script or in argv"
+    ),
     fix="Delete the literal, revoke the key, and read it from the environment or a 600 file.",
     fix_applicability=Applicability.NONE,
     default_severity=Severity.ERROR,
