@@ -67,6 +67,17 @@ def lint_repo(folder: str) -> tuple[dict[str, object], float, int, str]:
     return report, wall, proc.returncode, proc.stderr
 
 
+def rule_statuses() -> dict[str, str]:
+    """stable | preview per rule code, as `rentcheck rules` lists them."""
+    proc = subprocess.run(
+        [rentcheck(), "rules", "--output-format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return {str(r["code"]): str(r["status"]) for r in json.loads(proc.stdout)}
+
+
 def read_labels(labels_path: str) -> list[dict[str, object]]:
     """The corpus's labels, then ours for findings it has no verdict on."""
     with open(labels_path, encoding="utf-8") as handle:
@@ -126,9 +137,10 @@ def precision_table(
     reported: set[tuple[str, str, int | None, str]],
 ) -> tuple[list[str], list[str]]:
     """Print one row per rule; return the labelled good findings lost and the FPs kept."""
+    status = rule_statuses()
     print(
-        f"\n{'rule':6s} {'found':>6s} {'labelled':>8s} {'TP':>4s} {'acc':>4s} {'FP':>4s} "
-        f"{'precision':>9s} {'FP gone':>8s} {'TP lost':>8s}"
+        f"\n{'rule':6s} {'status':7s} {'found':>6s} {'labelled':>8s} {'TP':>4s} {'acc':>4s} "
+        f"{'FP':>4s} {'precision':>9s} {'FP gone':>8s} {'TP lost':>8s}"
     )
     lost: list[str] = []
     still_fp: list[str] = []
@@ -151,8 +163,8 @@ def precision_table(
         total = counts["TP"] + counts["acceptable"] + counts["FP"]
         precision = f"{100 * (total - counts['FP']) / total:8.0f}%" if total else "       -"
         print(
-            f"{rule:6s} {per_rule[rule]:6d} {total:8d} {counts['TP']:4d} "
-            f"{counts['acceptable']:4d} {counts['FP']:4d} {precision:>9s} "
+            f"{rule:6s} {status.get(rule, '?'):7s} {per_rule[rule]:6d} {total:8d} "
+            f"{counts['TP']:4d} {counts['acceptable']:4d} {counts['FP']:4d} {precision:>9s} "
             f"{counts['FP gone']:8d} {counts['lost']:8d}"
         )
     return lost, still_fp
