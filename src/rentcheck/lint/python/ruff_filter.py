@@ -1,6 +1,7 @@
 """Undefined-name reports (ruff F821) that cannot fail at run time, dropped before RC210
-reports them: names used only under a Python 2 guard, and names a loop binds after the use
-(``if i: print(prev)`` then ``prev = x``: defined from the second pass on)."""
+reports them: names used only under a Python 2 guard, names a loop binds after the use
+(``if i: print(prev)`` then ``prev = x``: defined from the second pass on), and names in
+code that follows a ``return``/``raise`` in the same block (it never runs)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,26 @@ def _under_python2_guard(node: ast.AST) -> bool:
             index = next((i for i, v in enumerate(current.values) if v is child), 0)
             if any(_is_python2_test(v) for v in current.values[:index]):
                 return True
+        child, current = current, parent(current)
+    return False
+
+
+_JUMPS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def _after_a_jump(node: ast.AST) -> bool:
+    """Whether a statement around ``node`` comes after a return/raise/continue/break in its
+    own block: dead code."""
+    child, current = node, parent(node)
+    while current is not None:
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(current, field, None)
+            if isinstance(block, list) and any(s is child for s in block):
+                index = next(i for i, s in enumerate(block) if s is child)
+                if any(isinstance(s, _JUMPS) for s in block[:index]):
+                    return True
+        if isinstance(current, _SCOPES):
+            return False
         child, current = current, parent(current)
     return False
 
@@ -130,7 +151,9 @@ def drop_unreachable_undefined(source: SourceFile, findings: list[Finding]) -> l
     for finding in findings:
         if finding.details.get("ruff_code") == "F821" and finding.line and finding.col:
             node = _name_at(module, finding.line, finding.col)
-            if node is not None and (_under_python2_guard(node) or _bound_by_enclosing_loop(node)):
+            if node is not None and (
+                _under_python2_guard(node) or _bound_by_enclosing_loop(node) or _after_a_jump(node)
+            ):
                 continue
         kept.append(finding)
     return kept
