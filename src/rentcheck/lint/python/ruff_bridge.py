@@ -183,9 +183,7 @@ def _about_shell_text(finding: Finding, heredoc: HeredocProgram) -> bool:
     finding that touches an expanded span (`print(model_$N)`)."""
     if not heredoc.expansions:
         return False
-    if finding.details.get("ruff_code") == "syntax-error" or str(
-        finding.details.get("ruff_code", "")
-    ).startswith("E9"):
+    if _is_syntax_error(str(finding.details.get("ruff_code", ""))):
         return True
     data = heredoc.program.data
     line_starts = [0] + [i + 1 for i, b in enumerate(data) if b == 0x0A]
@@ -197,6 +195,11 @@ def _about_shell_text(finding: Finding, heredoc: HeredocProgram) -> bool:
         line_starts[min(end_line, len(line_starts)) - 1] + (finding.end_col or finding.col or 1) - 1
     )
     return any(start <= last and first <= end for start, end in heredoc.expansions)
+
+
+def _is_syntax_error(code: str) -> bool:
+    """ruff reports a syntax error as `invalid-syntax` (older releases: `E999`, or no code)."""
+    return code in ("syntax-error", "invalid-syntax") or code.startswith("E9")
 
 
 def _ruff_findings(ruff: str, files: list[SourceFile]) -> dict[str, list[Finding]] | str:
@@ -237,7 +240,7 @@ def _ruff_findings(ruff: str, files: list[SourceFile]) -> dict[str, list[Finding
         code = item.get("code") or "syntax-error"
         location = item.get("location") or {}
         end = item.get("end_location") or {}
-        severe = code == "syntax-error" or code.startswith(ERROR_CODES)
+        severe = _is_syntax_error(code) or code.startswith(ERROR_CODES)
         found.setdefault(source.path, []).append(
             RUFF_RULE.finding(
                 f"{code} {item.get('message', '')}",
