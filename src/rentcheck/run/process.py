@@ -187,6 +187,7 @@ class ProcessResult:
     duration: float
     events: list[dict[str, Any]]
     dropped_lines: int = 0
+    forked: bool = False  # started as a fork of a warmed interpreter, not a new process
 
     @property
     def signal_name(self) -> str | None:
@@ -341,4 +342,5 @@ def supervise(
         duration=time.monotonic() - started,
         events=shim.events,
         dropped_lines=dropped[0],
+        forked=not isinstance(proc, subprocess.Popen),
     )
