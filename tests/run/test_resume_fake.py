@@ -106,3 +106,13 @@ def test_without_the_shim_or_checkpoint_dir_the_tree_is_watched(cli, tmp_path) -
         assert scenario["relaunch_first_step"] == scenario["durable_checkpoint_step"] + 1
     runs = {r["label"]: r for r in doc["resume"]["runs"]}
     assert any(e.startswith("ckpt-") for e in runs["reference"]["checkpoint_dir"]["entries"])
+
+
+def test_fork_server_off_starts_every_run_anew_with_the_same_verdict(cli, tmp_path) -> None:
+    for mode, started in (("auto", "forked"), ("off", "new process")):
+        root = fake_project(tmp_path / mode, resume_args=ARGS, extra=f"  fork-server: {mode}\n")
+        doc = _resume(cli, root, "--signals", "SIGKILL", "--no-kill-during-save")
+        assert doc["exit_code"] == 0, doc["resume"]["scenarios"]
+        runs = {r["label"]: r for r in doc["resume"]["runs"]}
+        assert runs["reference"]["started"] == "new process"  # always as typed
+        assert runs["kill1"]["started"] == runs["kill2"]["started"] == started

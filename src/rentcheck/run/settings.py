@@ -130,6 +130,9 @@ class _Reader:
 
     def choice(self, key: str, default: str, choices: Sequence[str]) -> str:
         value = self.table.get(key, default)
+        if isinstance(value, bool) and "off" in choices:
+            # YAML reads a bare `off`/`on` as a boolean (`shim: off`, `fork-server: off`).
+            value = ("on" if "on" in choices else "auto") if value else "off"
         if value not in choices:
             raise self.error(key, f"is {value!r}", "use one of: " + ", ".join(choices))
         return str(value)

@@ -448,8 +448,8 @@ def _watch_environment(event: str, args: Any) -> None:
             name = frame.f_code.co_filename
             if name.startswith("<frozen importlib"):
                 return  # an import's own side effect
-            if os.path.realpath(name).startswith(own):
-                break
+            if not name.startswith("<") and os.path.realpath(name).startswith(own):
+                break  # (``<frozen os>`` and ``<string>`` are no files of the project)
             frame = frame.f_back
         value = os.fsdecode(args[1]) if event == "os.putenv" and len(args) > 1 else None
         _State.env_changes.append((len(sys.modules), os.fsdecode(args[0]), value))

@@ -149,13 +149,16 @@ def _run_script(path: str) -> None:
         source = handle.read()
     code = 0
     try:
-        exec(compile(source, path, "exec", dont_inherit=True), namespace)  # noqa: S102 - the user's own command
+        code_object = compile(source, path, "exec", dont_inherit=True)
+        exec(code_object, namespace)  # noqa: S102 - the user's own command, as typed
     except SystemExit as exc:
         code = _exit_status(exc.code)
     except BaseException as exc:  # noqa: BLE001 - reported as the interpreter does
         trace = exc.__traceback__
-        # The traceback starts in the script, as without the server.
-        sys.excepthook(type(exc), exc, trace.tb_next if trace is not None else None)
+        # The traceback starts in the script, as without the server (the hook prints the
+        # exception's own traceback).
+        exc.__traceback__ = trace.tb_next if trace is not None else None
+        sys.excepthook(type(exc), exc, exc.__traceback__)
         if isinstance(exc, KeyboardInterrupt):
             _end(namespace, -1)
         code = 1
