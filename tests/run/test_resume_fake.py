@@ -79,7 +79,9 @@ def test_each_launch_says_when_it_starts_and_ends_on_a_terminal(
     outcome = run_resume(settings, workdir_parent=str(tmp_path))
     assert outcome.passed, outcome.verdict_lines()
     lines = terminal.getvalue().splitlines()
-    assert "resume: kill1: started (SIGKILL between checkpoints)" in lines
+    forked = ", forked from the chain's warmed interpreter"
+    assert f"resume: kill1: started (SIGKILL between checkpoints{forked})" in lines
+    assert "resume: reference: started (to the end)" in lines  # always a new process
     assert any(line.startswith("resume: kill1: SIGKILL sent after ") for line in lines)
     assert any(line.startswith("resume: kill2: exited with status 0") for line in lines)
     assert any(line.startswith("resume: reference: exited with status 0") for line in lines)

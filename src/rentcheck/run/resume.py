@@ -34,14 +34,14 @@ from typing import Any
 
 from rentcheck.model import Finding, Severity
 from rentcheck.run import ckptdir, shimreport
-from rentcheck.run.forking import ForkServer, Learned
+from rentcheck.run.forking import ForkServer, Learned, fork_script
 from rentcheck.run.logparse import strip_ansi
 from rentcheck.run.process import ProcessResult, ShimEvents, Trigger, keep_log, supervise
 from rentcheck.run.resume_judge import judge
 from rentcheck.run.resume_outcome import ResumeOutcome
 from rentcheck.run.rules import SHIM_UNAVAILABLE
 from rentcheck.run.runs import Chain, Interrupt, RunRecord
-from rentcheck.run.scratch import Scratch, launch_in, new_scratch, remove_scratch
+from rentcheck.run.scratch import Scratch, launch_in, new_scratch, remove_scratch, start_dir
 from rentcheck.run.settings import ResumeSettings
 
 __all__ = ["ResumeOutcome", "run_reference", "run_resume"]
@@ -192,7 +192,8 @@ def _run_one(
     if server is not None and server.usable:
         launch = replace(launch, spawn=server.spawn)
     what = plan.describe() if plan else "to the end"
-    progress(f"resume: {label}: started ({what})")
+    how = ", forked from the chain's warmed interpreter" if launch.spawn else ""
+    progress(f"resume: {label}: started ({what}{how})")
     configured = settings.checkpoint_dir
     # Polled without the shim: `checkpoint-dir`, else the tree the run starts in. Judged: that
     # dir, else where the shim saw checkpoints written, else where numbered files appeared.
@@ -387,6 +388,9 @@ def _learned(settings: ResumeSettings, reference: RunRecord | None) -> Learned |
     """Where the reference's imports arrive, when the chains fork (None: they do not)."""
     if settings.fork_server == "off" or settings.shim == "off":
         return None
+    here = os.path.join(settings.root, start_dir(settings.root, settings.cwd))
+    if fork_script(settings.argv_in(settings.root), here) is None:
+        return None  # not `python script.py`: every run is a new process, lanes as the CPUs
     learned = Learned()
     if reference is not None:
         learned.offer(reference.result.events)
