@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rentcheck.run.forking import ForkServer, fork_script, leading_imports
+from rentcheck.run.forking import ForkServer, Learned, fork_script, leading_imports
 from rentcheck.run.process import Launch, ShimEvents, supervise
 
 PROBE = '''\
@@ -211,3 +211,26 @@ def test_leading_imports_stop_at_the_first_other_statement_or_project_module(
     ]
     script.write_text("import os\nos.environ['X'] = '1'\nimport json\n")
     assert leading_imports(str(script)) == [{"name": "os"}]
+
+
+def test_a_reference_slow_to_report_does_not_hold_the_chain_up(
+    project: Path, tmp_path: Path
+) -> None:
+    """Its imports are preloaded before a later run instead."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "envreader.py").write_text("SEEN = None\n")
+    launch = _launch(project, "server", env={"PYTHONPATH": str(lib)})
+    server = ForkServer.start(launch)
+    assert server is not None
+    try:
+        learned = Learned()
+        server.preload_learned(learned, 0.01)  # nothing said yet: the first run goes ahead
+        run = replace(launch, name="run", argv=(*launch.argv, "ok"), spawn=server.spawn)
+        assert not json.loads(supervise(run).lines[0])["preloaded"]
+        module = {"name": "envreader", "file": str(lib / "envreader.py")}
+        learned.offer([{"e": "step"}, {"e": "modules", "modules": [module]}])
+        server.preload_learned(learned, 0)
+        assert json.loads(supervise(run).lines[0])["preloaded"]
+    finally:
+        server.close()

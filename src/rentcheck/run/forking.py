@@ -30,6 +30,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -110,9 +111,9 @@ class Learned:
     def finish(self) -> None:
         self._ready.set()
 
-    def wait(self, timeout: float | None = None) -> list[dict[str, Any]]:
-        self._ready.wait(timeout)
-        return self.modules
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether the reference said (or ended) within ``timeout``."""
+        return self._ready.wait(timeout)
 
 
 class ForkServer:
@@ -140,6 +141,7 @@ class ForkServer:
         theirs.close()
         self._server_env = env
         self._preloaded_learned = False
+        self.warmup_s = 0.0  # how long the leading imports took (a measure of import cost)
 
     @classmethod
     def start(cls, template: Launch) -> ForkServer | None:
@@ -152,7 +154,9 @@ class ForkServer:
             server = cls(template, script)
         except OSError:
             return None
+        started = time.monotonic()
         if server.preload(leading_imports(os.path.join(template.cwd, script))):
+            server.warmup_s = time.monotonic() - started
             return server
         server.close()
         return None
@@ -169,11 +173,13 @@ class ForkServer:
         self.usable = reply is not None and self.threads == 1
         return self.usable
 
-    def preload_learned(self, learned: Learned) -> None:
-        """Once per server: what the reference run imported (waits until it said)."""
-        if not self._preloaded_learned:
+    def preload_learned(self, learned: Learned, timeout: float | None) -> None:
+        """Once per server: what the reference run imported, if it says within ``timeout``
+        (a reference that prepares data for long before its first step does not hold the
+        chain up: its next run gets them)."""
+        if not self._preloaded_learned and learned.wait(timeout):
             self._preloaded_learned = True
-            self.preload(learned.wait())
+            self.preload(learned.modules)
 
     def spawn(self, launch: Launch) -> ForkedProcess:
         env = launch.full_env()
@@ -243,8 +249,6 @@ class ForkedProcess:
         self.returncode: int | None = None
 
     def wait(self, timeout: float | None = None) -> int:
-        import time
-
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.returncode is None:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())

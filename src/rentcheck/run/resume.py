@@ -228,6 +228,7 @@ def _run_one(
 
 
 DEFAULT_CHECKPOINT_DIR = "checkpoints"
+LEARN_WAIT_S = 10.0  # the least a chain waits for the reference's imports before its first run
 _SHIM_BASE = {"RENTCHECK_SHIM_LOSSES": "1", "RENTCHECK_SHIM_DIGEST": "1"}
 
 
@@ -330,8 +331,17 @@ def _run_chain(
             )  # fmt: skip
             server = ForkServer.start(template)
             if server is not None:
-                server.preload_learned(learned)
-        run = partial(_run_one, settings, scratch, state_dir, initial=initial, server=server)
+                # The reference's first step comes after its imports; beyond about as long
+                # again, it is preparing data: go on and preload before a later run.
+                server.preload_learned(learned, max(LEARN_WAIT_S, 2 * server.warmup_s))
+
+        def run(label: str, plan: Interrupt | None) -> RunRecord:
+            if server is not None and learned is not None:
+                server.preload_learned(learned, 0)
+            return _run_one(
+                settings, scratch, state_dir, label, plan, initial=initial, server=server
+            )
+
         for index, plan in enumerate(plans):
             record = run(f"{name}{index + 1}", plan)
             chain.runs.append(record)
