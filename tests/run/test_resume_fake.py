@@ -79,7 +79,9 @@ def test_each_launch_says_when_it_starts_and_ends_on_a_terminal(
     outcome = run_resume(settings, workdir_parent=str(tmp_path))
     assert outcome.passed, outcome.verdict_lines()
     lines = terminal.getvalue().splitlines()
-    assert "resume: kill1: started (SIGKILL between checkpoints)" in lines
+    forked = ", forked from the chain's warmed interpreter"
+    assert f"resume: kill1: started (SIGKILL between checkpoints{forked})" in lines
+    assert "resume: reference: started (to the end)" in lines  # always a new process
     assert any(line.startswith("resume: kill1: SIGKILL sent after ") for line in lines)
     assert any(line.startswith("resume: kill2: exited with status 0") for line in lines)
     assert any(line.startswith("resume: reference: exited with status 0") for line in lines)
@@ -106,3 +108,13 @@ def test_without_the_shim_or_checkpoint_dir_the_tree_is_watched(cli, tmp_path) -
         assert scenario["relaunch_first_step"] == scenario["durable_checkpoint_step"] + 1
     runs = {r["label"]: r for r in doc["resume"]["runs"]}
     assert any(e.startswith("ckpt-") for e in runs["reference"]["checkpoint_dir"]["entries"])
+
+
+def test_fork_server_off_starts_every_run_anew_with_the_same_verdict(cli, tmp_path) -> None:
+    for mode, started in (("auto", "forked"), ("off", "new process")):
+        root = fake_project(tmp_path / mode, resume_args=ARGS, extra=f"  fork-server: {mode}\n")
+        doc = _resume(cli, root, "--signals", "SIGKILL", "--no-kill-during-save")
+        assert doc["exit_code"] == 0, doc["resume"]["scenarios"]
+        runs = {r["label"]: r for r in doc["resume"]["runs"]}
+        assert runs["reference"]["started"] == "new process"  # always as typed
+        assert runs["kill1"]["started"] == runs["kill2"]["started"] == started

@@ -44,6 +44,10 @@ def test_tinytrain_resumes_exactly_after_every_kill(cli, tmp_path: Path) -> None
     assert runs["kill2"]["signal_sent"] == "SIGTERM" and runs["kill2"]["exit_status"] == -15
     assert runs["save1"]["signal_sent"] == "SIGKILL"
     assert runs["kill3"]["exit_status"] == 0 and runs["save2"]["exit_status"] == 0
+    # The reference starts as typed; every chain run forks from its chain's warmed
+    # interpreter (and still matches the reference bit for bit, above).
+    assert runs["reference"]["started"] == "new process"
+    assert all(runs[r]["started"] == "forked" for r in ("kill1", "kill2", "kill3", "save1"))
     # After a clean finish only final checkpoints remain (tinytrain keeps the newest 3).
     assert runs["kill3"]["checkpoint_dir"]["entries"] == [
         "ckpt-000004.pt",

@@ -179,3 +179,15 @@ def test_resume_mode_follows_the_preset_and_allow_takes_codes_or_names(tmp_path:
     plain = _config(tmp_path, "resume:\n  command: python t.py\n  mode: sloppy\n")
     with pytest.raises(ConfigError, match=r"resume\.mode"):
         resume_settings(plain)
+
+
+def test_bare_yaml_off_is_off_for_the_shim_and_the_fork_server(tmp_path: Path) -> None:
+    """YAML 1.1 reads a bare `off` as false: it must mean the switch, not a config error."""
+    config = _config(tmp_path, "resume:\n  command: python t.py\n  shim: off\n  fork-server: off\n")
+    resume = resume_settings(config)
+    assert (resume.shim, resume.fork_server) == ("off", "off")
+    quoted = _config(tmp_path, "resume:\n  command: python t.py\n  fork-server: 'auto'\n")
+    assert resume_settings(quoted).fork_server == "auto"
+    bad = _config(tmp_path, "resume:\n  command: python t.py\n  fork-server: always\n")
+    with pytest.raises(ConfigError, match=r"resume\.fork-server.*use one of: auto, off"):
+        resume_settings(bad)

@@ -141,3 +141,50 @@ def test_a_buffered_save_is_seen_cut_in_its_file_write_and_published(tmp_path: P
     # left step 1's last.pt as the newest complete checkpoint).
     last = str(tmp_path / "ckpt/last.pt")
     assert summary.checkpoint_writes() == [(1, last), (2, last), (3, last)]
+
+
+IMPORTS_THEN_ENV = """
+import os, torch
+os.environ["RC_TEST_FLAG"] = "1"  # the program's own change, between two imports
+import json
+import helper  # the project's own module: runs with the script, never preloaded
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+model(torch.ones(1, 2)).sum().backward()
+opt.step()
+"""
+
+
+def test_the_first_step_reports_the_imports_with_the_programs_own_env_changes(
+    tmp_path: Path,
+) -> None:
+    """What the fork server replays for relaunches (run/forking.py)."""
+    pytest.importorskip("torch")
+    (tmp_path / "train.py").write_text(IMPORTS_THEN_ENV)
+    (tmp_path / "helper.py").write_text("")
+    state = tmp_path / "state"
+    state.mkdir()
+    launch = Launch(
+        argv=(sys.executable, "train.py"),
+        cwd=str(tmp_path),
+        env={},
+        timeout=120,
+        shim=True,
+        shim_settings={"RENTCHECK_SHIM_MODULES": "1"},
+        state_dir=str(state),
+        name="modules",
+    )
+    result = supervise(launch)
+    assert result.returncode == 0, result.lines
+    [event] = [e for e in result.events if e["e"] == "modules"]
+    entries = event["modules"]
+    names = [e.get("name") for e in entries]
+    assert "helper" not in names and "__main__" not in names
+    torch_entry = next(e for e in entries if e.get("name") == "torch")
+    assert torch_entry["file"].endswith(os.path.join("torch", "__init__.py"))
+    # The program's change comes after torch and what torch imported, and is the only one:
+    # torch's cache dir (set during a lazy import) and numpy's OPENBLAS_MAIN_FREE (set and
+    # unset during its import) belong to those imports and happen again wherever they run.
+    changes = [(i, e) for i, e in enumerate(entries) if "env" in e]
+    assert [e for _, e in changes] == [{"env": "RC_TEST_FLAG", "value": "1"}]
+    assert changes[0][0] > names.index("torch") > 0 and changes[0][0] > names.index("torch.nn")

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any, Protocol
 
 from rentcheck.errors import GateError
 from rentcheck.run.shim import SHIM_DIR
@@ -41,6 +41,16 @@ _LINE_BREAK = re.compile(rb"\r\n|\n|\r")
 
 # Returns the signal to send to the run's group now, or None.
 Trigger = Callable[["ShimEvents", Sequence[str]], "int | None"]
+
+
+class Started(Protocol):
+    """A started run as ``supervise`` uses it: a ``Popen``, or a fork server's child."""
+
+    pid: int
+    returncode: int | None
+    stdout: IO[bytes] | None
+
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 def cpu_env_block(offline: bool, workdir: str) -> dict[str, str]:
@@ -76,6 +86,8 @@ class Launch:
     path_prefix: str = ""  # the project environment's bin dir, first on PATH (as `activate`)
     # (scratch copy root, user's project root, user's dir): the reproduce line runs there.
     origin: tuple[str, str, str] | None = None
+    # Starts the run instead of a new process (a fork server's ``spawn``, see forking.py).
+    spawn: Callable[[Launch], Started] | None = field(default=None, compare=False, repr=False)
 
     def full_env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(SHIM_PREFIX)}
@@ -175,6 +187,7 @@ class ProcessResult:
     duration: float
     events: list[dict[str, Any]]
     dropped_lines: int = 0
+    forked: bool = False  # started as a fork of a warmed interpreter, not a new process
 
     @property
     def signal_name(self) -> str | None:
@@ -222,8 +235,11 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _start(launch: Launch) -> subprocess.Popen[bytes]:
+def _start(launch: Launch) -> Started:
     try:
+        if launch.spawn is not None:
+            with contextlib.suppress(OSError, EOFError):  # else: a new process, as always
+                return launch.spawn(launch)
         return subprocess.Popen(
             list(launch.argv),
             cwd=launch.cwd,
@@ -242,7 +258,7 @@ def _start(launch: Launch) -> subprocess.Popen[bytes]:
 
 
 def _wait(
-    proc: subprocess.Popen[bytes],
+    proc: Started,
     launch: Launch,
     trigger: Trigger | None,
     *,
@@ -326,4 +342,5 @@ def supervise(
         duration=time.monotonic() - started,
         events=shim.events,
         dropped_lines=dropped[0],
+        forked=not isinstance(proc, subprocess.Popen),
     )

@@ -12,6 +12,10 @@ Relaunches run the byte-identical command line and environment; rentcheck adds n
 because loading the newest checkpoint on start-up is what is under test. With the step shim the
 kill points are exact (the shim holds the process still and the supervisor kills its group);
 without it they follow the log and the checkpoint directory, as closely as polling allows.
+
+Cost: a ``python script.py`` command's chain runs fork from a warmed interpreter of their own
+(``forking.py``) that imported what the cold reference imported first; then all three run side
+by side, since the imports that dominate are paid once per chain, not once per launch.
 """
 
 from __future__ import annotations
@@ -24,18 +28,20 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from rentcheck.model import Finding, Severity
 from rentcheck.run import ckptdir, shimreport
+from rentcheck.run.forking import ForkServer, Learned, fork_script
 from rentcheck.run.logparse import strip_ansi
-from rentcheck.run.process import ProcessResult, ShimEvents, keep_log, supervise
+from rentcheck.run.process import ProcessResult, ShimEvents, Trigger, keep_log, supervise
 from rentcheck.run.resume_judge import judge
 from rentcheck.run.resume_outcome import ResumeOutcome
 from rentcheck.run.rules import SHIM_UNAVAILABLE
 from rentcheck.run.runs import Chain, Interrupt, RunRecord
-from rentcheck.run.scratch import Scratch, launch_in, new_scratch, remove_scratch
+from rentcheck.run.scratch import Scratch, launch_in, new_scratch, remove_scratch, start_dir
 from rentcheck.run.settings import ResumeSettings
 
 __all__ = ["ResumeOutcome", "run_reference", "run_resume"]
@@ -169,22 +175,39 @@ def _run_one(
     plan: Interrupt | None,
     *,
     initial: dict[str, int],
+    server: ForkServer | None = None,
+    learned: Learned | None = None,
 ) -> RunRecord:
-    """One launch in ``scratch``; ``initial`` is its tree before the first launch there."""
-    shim_settings = {"RENTCHECK_SHIM_LOSSES": "1", "RENTCHECK_SHIM_DIGEST": "1"}
+    """One launch in ``scratch``; ``initial`` is its tree before the first launch there.
+
+    ``server``: fork the run from it; ``learned``: the reference reports its imports there."""
+    shim_settings = dict(_SHIM_BASE)
     if plan is not None:
         shim_settings["RENTCHECK_SHIM_PAUSE"] = plan.kind
+    if learned is not None:
+        shim_settings["RENTCHECK_SHIM_MODULES"] = "1"
     launch = launch_in(
         settings, scratch, name=label, state_dir=state_dir, shim_settings=shim_settings
     )
+    if server is not None and server.usable:
+        launch = replace(launch, spawn=server.spawn)
     what = plan.describe() if plan else "to the end"
-    progress(f"resume: {label}: started ({what})")
+    how = ", forked from the chain's warmed interpreter" if launch.spawn else ""
+    progress(f"resume: {label}: started ({what}{how})")
     configured = settings.checkpoint_dir
     # Polled without the shim: `checkpoint-dir`, else the tree the run starts in. Judged: that
     # dir, else where the shim saw checkpoints written, else where numbered files appeared.
     watched = os.path.join(scratch.cwd, configured) if configured else scratch.cwd
-    trigger = _KillTrigger(plan, settings, watched, tree=not configured) if plan else None
-    result = supervise(launch, trigger)
+    trigger: Trigger | None = None
+    if plan is not None:
+        trigger = _KillTrigger(plan, settings, watched, tree=not configured)
+    if learned is not None:
+        trigger = _Reporter(learned, trigger)
+    try:
+        result = supervise(launch, trigger)
+    finally:
+        if learned is not None:
+            learned.finish()
     shim = shimreport.summarize(result.events, injected=launch.shim)
     progress(f"resume: {label}: {_ending(result, shim)} after {result.duration:.1f} s")
     if configured:
@@ -205,6 +228,20 @@ def _run_one(
 
 
 DEFAULT_CHECKPOINT_DIR = "checkpoints"
+LEARN_WAIT_S = 10.0  # the least a chain waits for the reference's imports before its first run
+_SHIM_BASE = {"RENTCHECK_SHIM_LOSSES": "1", "RENTCHECK_SHIM_DIGEST": "1"}
+
+
+class _Reporter:
+    """The reference run's trigger: never signals; hands the imports it reported on."""
+
+    def __init__(self, learned: Learned, inner: Trigger | None) -> None:
+        self.learned, self.inner, self.seen = learned, inner, 0
+
+    def __call__(self, events: ShimEvents, lines: Sequence[str]) -> int | None:
+        self.learned.offer(events.events[self.seen :])
+        self.seen = len(events.events)
+        return self.inner(events, lines) if self.inner else None
 
 
 def progress(text: str) -> None:
@@ -243,15 +280,27 @@ def _written_dir(shim: shimreport.ShimSummary, cwd: str, default: str) -> str:
 
 
 def run_reference(
-    settings: ResumeSettings, *, workdir_parent: str | None = None, state_dir: str | None = None
+    settings: ResumeSettings,
+    *,
+    workdir_parent: str | None = None,
+    state_dir: str | None = None,
+    learned: Learned | None = None,
 ) -> RunRecord:
-    """The uninterrupted run (its working dir is removed; the record keeps what is needed)."""
+    """The uninterrupted run (its working dir is removed; the record keeps what is needed).
+
+    It always runs cold, as typed; it reports its imports (for the chains' fork servers)."""
     scratch = new_scratch(settings, "resume-reference", workdir_parent)
     own_state = state_dir is None
     state = state_dir or tempfile.mkdtemp(prefix="rentcheck-state-")
     try:
         return _run_one(
-            settings, scratch, state, "reference", None, initial=_initial(settings, scratch)
+            settings,
+            scratch,
+            state,
+            "reference",
+            None,
+            initial=_initial(settings, scratch),
+            learned=learned or Learned(),
         )
     finally:
         remove_scratch(scratch)
@@ -265,23 +314,46 @@ def _run_chain(
     plans: tuple[Interrupt, ...],
     parent: str | None,
     state_dir: str,
+    *,
+    learned: Learned | None = None,
 ) -> Chain:
+    """``learned``: fork the chain's runs from a server warmed with what the reference
+    imported (None: every run is a new process)."""
     scratch = new_scratch(settings, f"resume-{name}", parent)
     chain = Chain(name=name, interrupts=plans, runs=[], workdir=os.path.dirname(scratch.root))
     initial = _initial(settings, scratch)
+    server = None
     try:
-        for index, plan in enumerate(plans):
-            record = _run_one(
-                settings, scratch, state_dir, f"{name}{index + 1}", plan, initial=initial
+        if learned is not None:
+            template = launch_in(
+                settings, scratch, name=f"{name}-server", state_dir=state_dir,
+                shim_settings=_SHIM_BASE,
+            )  # fmt: skip
+            server = ForkServer.start(template)
+            if server is not None:
+                # The reference's first step comes after its imports; beyond about as long
+                # again, it is preparing data: go on and preload before a later run.
+                server.preload_learned(learned, max(LEARN_WAIT_S, 2 * server.warmup_s))
+
+        def run(label: str, plan: Interrupt | None) -> RunRecord:
+            if server is not None and learned is not None:
+                server.preload_learned(learned, 0)
+            return _run_one(
+                settings, scratch, state_dir, label, plan, initial=initial, server=server
             )
+
+        for index, plan in enumerate(plans):
+            record = run(f"{name}{index + 1}", plan)
             chain.runs.append(record)
             if not record.interrupted:
                 return chain  # it ended on its own: nothing to relaunch
-        label = f"{name}{len(plans) + 1}"
-        chain.runs.append(_run_one(settings, scratch, state_dir, label, None, initial=initial))
+        chain.runs.append(run(f"{name}{len(plans) + 1}", None))
     except BaseException:  # e.g. the command cannot start: no verdict, no directory to keep
         remove_scratch(scratch)
         raise
+    finally:
+        if server is not None:
+            server.close()
     return chain
 
 
@@ -322,6 +394,20 @@ def _run_in_lanes(jobs: Sequence[tuple[int, Callable[[], Any]]], cpus: int) -> l
     return results
 
 
+def _learned(settings: ResumeSettings, reference: RunRecord | None) -> Learned | None:
+    """Where the reference's imports arrive, when the chains fork (None: they do not)."""
+    if settings.fork_server == "off" or settings.shim == "off":
+        return None
+    here = os.path.join(settings.root, start_dir(settings.root, settings.cwd))
+    if fork_script(settings.argv_in(settings.root), here) is None:
+        return None  # not `python script.py`: every run is a new process, lanes as the CPUs
+    learned = Learned()
+    if reference is not None:
+        learned.offer(reference.result.events)
+        learned.finish()
+    return learned
+
+
 def run_resume(
     settings: ResumeSettings,
     *,
@@ -336,22 +422,18 @@ def run_resume(
     if settings.kill_during_save:
         plans.append(("save", (Interrupt("save", signal.SIGKILL),)))
     state_dir = tempfile.mkdtemp(prefix="rentcheck-state-")
+    learned = _learned(settings, reference)
+    run_chain = partial(_run_chain, settings, parent=workdir_parent, state_dir=state_dir)
     jobs: list[tuple[int, Callable[[], Any]]] = [
-        (len(p) + 1, partial(_run_chain, settings, name, p, workdir_parent, state_dir))
-        for name, p in plans
+        (len(p) + 1, partial(run_chain, name, p, learned=learned)) for name, p in plans
     ]
     if reference is None:
-        jobs.append(
-            (
-                1,
-                partial(
-                    run_reference, settings, workdir_parent=workdir_parent, state_dir=state_dir
-                ),
-            )
-        )
+        cold = partial(run_reference, settings, workdir_parent=workdir_parent, state_dir=state_dir)
+        jobs.append((1, partial(cold, learned=learned)))
     started = time.monotonic()
     try:
-        results = _run_in_lanes(jobs, _cpus())
+        # Forked chains pay their imports once: the three jobs go side by side.
+        results = _run_in_lanes(jobs, len(jobs) if learned else _cpus())
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
     chains: list[Chain] = results[: len(plans)]

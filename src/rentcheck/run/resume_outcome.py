@@ -49,6 +49,13 @@ class ResumeOutcome:
             f"losses from the {self.judgement.source or 'nowhere'}; shim {ref.shim.status}",
         ]
         lines += [f"  {_describe(s)}" for s in self.judgement.scenarios]
+        runs = [r for c in self.chains for r in c.runs]
+        forked = sum(r.result.forked for r in runs)
+        if forked:
+            lines.append(
+                f"  {forked} of {len(runs)} interrupted and relaunched runs forked from a warmed "
+                "interpreter of their chain (`fork-server: off` starts each anew)"
+            )
         if not self.passed:
             lines.append(f"  reproduce: {reproduce_line(ref.result.launch)}")
             lines += [f"  outputs and run logs kept in {w}" for w in self.workdirs]
@@ -82,6 +89,7 @@ def _run_dict(run: RunRecord) -> dict[str, Any]:
         else None,
         "timed_out": run.result.timed_out,
         "duration_s": round(run.result.duration, 3),
+        "started": "forked" if run.result.forked else "new process",
         "optimizer_steps": run.shim.steps,
         "checkpoint_dir": run.listing.to_dict(),
         "log_tail": run.result.lines[-10:],

@@ -43,10 +43,11 @@ _COMMON = ("command", "args", "env", "steps", "timeout", "offline", "shim", "pre
            "python", "link")  # fmt: skip
 SMOKE_KEYS = (*_COMMON, "allow")
 RESUME_KEYS = (*_COMMON, "allow", "checkpoint-dir", "signals", "kill-during-save", "rtol", "atol",
-               "mode", "band", "digest-regex")  # fmt: skip
+               "mode", "band", "digest-regex", "fork-server")  # fmt: skip
 _INHERITED = ("command", "env", "offline", "shim", "timeout", "preset", "python", "link")
 SHIM_MODES = ("auto", "on", "off")
 RESUME_MODES = ("exact", "continues")
+FORK_SERVER_MODES = ("auto", "off")
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,8 @@ class ResumeSettings(RunSettings):
     band: float = 0.5
     allow: frozenset[str] = frozenset()  # resume codes reported as notes
     digest_patterns: tuple[re.Pattern[str], ...] = ()
+    # auto: relaunches of `python script.py` fork from a warmed interpreter (run/forking.py).
+    fork_server: str = "auto"
 
 
 class _Reader:
@@ -127,6 +130,9 @@ class _Reader:
 
     def choice(self, key: str, default: str, choices: Sequence[str]) -> str:
         value = self.table.get(key, default)
+        if isinstance(value, bool) and "off" in choices:
+            # YAML reads a bare `off`/`on` as a boolean (`shim: off`, `fork-server: off`).
+            value = ("on" if "on" in choices else "auto") if value else "off"
         if value not in choices:
             raise self.error(key, f"is {value!r}", "use one of: " + ", ".join(choices))
         return str(value)
@@ -307,4 +313,5 @@ def resume_settings(config: Config, overrides: Mapping[str, Any] | None = None) 
         mode=reader.choice("mode", preset.resume_mode if preset else "exact", RESUME_MODES),
         band=reader.number("band", 0.5, 0.0),
         digest_patterns=reader.patterns("digest-regex", DEFAULT_DIGEST_PATTERNS, "digest"),
+        fork_server=reader.choice("fork-server", "auto", FORK_SERVER_MODES),
     )

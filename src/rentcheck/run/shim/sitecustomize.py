@@ -46,6 +46,10 @@ class _ShimState:
         self.optimizers: dict[int, int] = {}  # id(optimizer) -> index into params
         self.fd: int | None = None
         self.fd_pid = 0
+        self.chained: str | None = None
+        self.torch_version: str | None = None  # torch imported and wrapped, in this process
+        # (modules imported before it, key, value or None): the program's own env changes
+        self.env_changes: list[tuple[int, str, str | None]] = []
 
 
 _State = _ShimState()
@@ -160,7 +164,8 @@ def _install(torch: Any) -> None:
         import atexit
 
         atexit.register(_at_exit)
-    _emit("torch", version=str(torch.__version__))
+    _State.torch_version = str(torch.__version__)
+    _emit("torch", version=_State.torch_version)
 
 
 def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -185,6 +190,8 @@ def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         _State.params[index] = params
     losses, _State.losses = _State.losses, []
     _emit("step", n=_State.steps, loss=losses)
+    if _State.steps == 1 and _setting("MODULES") == "1":
+        _emit_modules()
     if _setting("FINITE") == "1":
         _check_finite(params)
 
@@ -425,10 +432,72 @@ def _weights_digest() -> str:
     return digest.hexdigest()
 
 
+def _watch_environment(event: str, args: Any) -> None:
+    """Audit hook: the program's own environment changes, where they fell among its imports.
+
+    A change made while a module is being imported (numpy's ``OPENBLAS_MAIN_FREE``, torch's
+    cache dir) belongs to that import and happens again wherever the module is imported; a
+    change made by the program's code (or a library call it made outside an import) is
+    recorded with the number of modules imported before it."""
+    if event not in ("os.putenv", "os.unsetenv") or not args:
+        return
+    try:
+        frame: Any = sys._getframe(1)
+        own = os.path.realpath(sys.path[0] or os.curdir) + os.sep
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name.startswith("<frozen importlib"):
+                return  # an import's own side effect
+            if not name.startswith("<") and os.path.realpath(name).startswith(own):
+                break  # (``<frozen os>`` and ``<string>`` are no files of the project)
+            frame = frame.f_back
+        value = os.fsdecode(args[1]) if event == "os.putenv" and len(args) > 1 else None
+        _State.env_changes.append((len(sys.modules), os.fsdecode(args[0]), value))
+    except Exception:  # noqa: BLE001, S110 - evidence only
+        pass
+
+
+def _emit_modules() -> None:
+    """What this run had imported by its first optimizer step, in import order, with the files
+    they came from (outside the script's directory), and the environment changes of its own
+    code among them: rentcheck's fork server replays this for relaunches (``zygote/serve.py``).
+    """
+    own = os.path.realpath(sys.path[0] or os.curdir) + os.sep
+    changes = list(_State.env_changes)
+    entries: list[dict[str, Any]] = []
+    for position, name in enumerate(list(sys.modules)):
+        while changes and changes[0][0] <= position:
+            _, key, value = changes.pop(0)
+            entries.append({"env": key, "value": value})
+        module = sys.modules.get(name)
+        where = getattr(module, "__file__", None)
+        if name in ("__main__", "__mp_main__") or module is None:
+            continue
+        if isinstance(where, str) and os.path.realpath(where).startswith(own):
+            continue  # the project's own modules run with the script
+        entries.append({"name": name, "file": where if isinstance(where, str) else None})
+    _emit("modules", modules=entries)
+
+
+def rentcheck_forked() -> None:
+    """Called by rentcheck's fork server in a forked relaunch: a fresh process to report."""
+    steps_hooked = _State.torch_version
+    fresh = _ShimState()
+    fresh.chained, fresh.torch_version = _State.chained, steps_hooked
+    fresh.real_open = _State.real_open
+    _State.__dict__.update(fresh.__dict__)
+    _emit("start", argv=list(sys.argv), ppid=os.getppid(), chained=_State.chained, forked=True)
+    if steps_hooked is not None:
+        _emit("torch", version=steps_hooked)
+
+
 def _main() -> None:
     chained = _chain_shadowed_sitecustomize()
     if not any(key.startswith(_PREFIX) for key in _ENV):
         return
+    _State.chained = chained
+    if _setting("MODULES") == "1":
+        sys.addaudithook(_watch_environment)
     _emit("start", argv=list(sys.argv), ppid=os.getppid(), chained=chained)
     hook = _ImportHook()
     for name in list(hook.pending):
