@@ -165,6 +165,27 @@ class Roster(Sequence[ManifestEntry]):
         return self._paths
 
     @property
+    def sizes(self) -> Sequence[int]:
+        return self._size
+
+    @property
+    def is_sorted(self) -> bool:
+        """Paths strictly increasing and NFC (as the builder writes them)."""
+        return self._sorted_nfc
+
+    def sha256_digest(self, i: int) -> bytes:
+        return bytes(self._sha[32 * i : 32 * i + 32])
+
+    def describes(self, i: int, path: str, size: int, sha256: str | None) -> bool:
+        """Entry ``i`` has exactly this path, size and (hex) SHA-256: no entry is made."""
+        return (
+            sha256 is not None
+            and self._paths[i] == path
+            and self._size[i] == size
+            and self._sha[32 * i : 32 * i + 32] == bytes.fromhex(sha256)
+        )
+
+    @property
     def total_bytes(self) -> int:
         return sum(self._size)
 

@@ -1,0 +1,189 @@
+"""Every file's verdict of one verification, held in columns: bytes per file, not objects.
+
+A verification of 1,000,000 files keeps one verdict per file (for the marker and the report).
+As ``FileVerdict`` objects with their hex digests that is about 300 bytes a file on top of the
+roster; here a file that matched its manifest entry (size, digest, name, no error) costs 14
+bytes beside the roster it was matched against, and any other file about 70 bytes plus its
+path. ``FileVerdict`` objects are made on access, in path order.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+from rentcheck.pull.filecheck import FileVerdict
+from rentcheck.pull.manifest import Roster
+
+__all__ = ["FileTable", "Verdicts"]
+
+_UNREAD, _AS_LISTED, _OTHER = 0, 1, 2  # Verdicts' per-entry state
+_AS_LISTED_MASK = bytes(1 if k == _AS_LISTED else 0 for k in range(256))
+
+
+class _Kinds:
+    """File kinds ("safetensors", "data", ...) as one byte each."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._codes: dict[str, int] = {}
+
+    def code(self, kind: str) -> int:
+        code = self._codes.get(kind)
+        if code is None:
+            if len(self.names) == 255:
+                raise ValueError("more than 255 file kinds")  # pragma: no cover - a dozen exist
+            code = self._codes[kind] = len(self.names)
+            self.names.append(kind)
+        return code
+
+
+class FileTable:
+    """Verdicts of files in no roster (unexpected, or no manifest), appended in any order."""
+
+    def __init__(self, kinds: _Kinds) -> None:
+        self._kinds = kinds
+        self._paths: list[str] = []
+        self._size = array("q")
+        self._mtime = array("q")
+        self._tensors = array("q")
+        self._errors = array("q")
+        self._sha = bytearray()  # 32 zero bytes where _has_sha is 0
+        self._has_sha = bytearray()
+        self._kind = bytearray()
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def append(self, v: FileVerdict) -> None:
+        self._paths.append(v.path)
+        self._size.append(v.size)
+        self._mtime.append(v.mtime_ns)
+        self._tensors.append(v.tensors)
+        self._errors.append(v.errors)
+        self._sha += bytes(32) if v.sha256 is None else bytes.fromhex(v.sha256)
+        self._has_sha.append(v.sha256 is not None)
+        self._kind.append(self._kinds.code(v.kind))
+
+    @property
+    def sizes(self) -> Sequence[int]:
+        return self._size
+
+    def get(self, i: int) -> FileVerdict:
+        sha = self._sha[32 * i : 32 * i + 32].hex() if self._has_sha[i] else None
+        kind = self._kinds.names[self._kind[i]]
+        return FileVerdict(
+            self._paths[i], self._size[i], self._mtime[i], sha, kind, self._tensors[i],
+            self._errors[i],
+        )  # fmt: skip
+
+    def sorted(self) -> Iterator[FileVerdict]:
+        paths = self._paths
+        return (self.get(i) for i in sorted(range(len(paths)), key=paths.__getitem__))
+
+
+class Verdicts(Sequence[FileVerdict]):
+    """The verdicts of one verification, in path order. ``record`` is safe from any thread.
+
+    A file matched to roster entry ``at`` is kept in that entry's columns when its verdict is
+    what the manifest says (same name, size and digest, no error); any other verdict of a
+    listed file, and every file in no roster, goes to a ``FileTable``.
+    """
+
+    def __init__(self, roster: Roster | None) -> None:
+        n = 0 if roster is None else len(roster)
+        self._roster = roster
+        self._kinds = _Kinds()
+        self._state = bytearray(n)
+        self._mtime = array("q", bytes(8 * n))
+        self._tensors = array("i", bytes(4 * n))
+        self._kind = bytearray(n)
+        self._other: dict[int, FileVerdict] = {}  # listed, but not as listed
+        self._extra = FileTable(self._kinds)
+        self._lock = threading.Lock()
+        self._order: array[int] | None = None  # roster positions in path order, if unsorted
+
+    def record(self, v: FileVerdict, at: int | None) -> None:
+        """Keep ``v``, the verdict of roster entry ``at`` (None: a file in no roster)."""
+        with self._lock:
+            if at is None or self._roster is None:
+                self._extra.append(v)
+                return
+            if v.errors == 0 and v.tensors < 1 << 31 and self._roster.describes(at, v.path, v.size, v.sha256):
+                self._state[at] = _AS_LISTED
+                self._mtime[at] = v.mtime_ns
+                self._tensors[at] = v.tensors
+                self._kind[at] = self._kinds.code(v.kind)
+            else:
+                self._state[at] = _OTHER
+                self._other[at] = v
+
+    def listed_unread(self) -> int:
+        """How many roster entries were not read to the end (missing, unreadable ...)."""
+        unread = self._state.count(_UNREAD)
+        return unread + sum(1 for v in self._other.values() if v.sha256 is None)
+
+    def total_bytes(self) -> int:
+        """The sizes of all verdicts added up (no verdict is made)."""
+        sizes = () if self._roster is None else self._roster.sizes
+        as_listed = self._state.translate(_AS_LISTED_MASK)
+        return (
+            sum(itertools.compress(sizes, as_listed))
+            + sum(v.size for v in self._other.values())
+            + sum(self._extra.sizes)
+        )
+
+    def _listed(self, at: int) -> FileVerdict:
+        state = self._state[at]
+        if state == _OTHER:
+            return self._other[at]
+        roster = self._roster
+        assert roster is not None  # only listed files have a state
+        kind = self._kinds.names[self._kind[at]]
+        path, size = roster.paths[at], roster.sizes[at]
+        sha = roster.sha256_digest(at).hex()
+        return FileVerdict(path, size, self._mtime[at], sha, kind, self._tensors[at], 0)
+
+    def _listed_in_order(self) -> Iterator[FileVerdict]:
+        roster = self._roster
+        if roster is None:
+            return iter(())
+        if self._order is None and not roster.is_sorted:
+            paths = roster.paths
+            self._order = array("q", sorted(range(len(paths)), key=paths.__getitem__))
+        state = self._state
+        if self._order is None:
+            order: Iterator[int] = iter(range(len(state)))
+        else:
+            order = iter(self._order)
+        return (self._listed(i) for i in order if state[i] != _UNREAD)
+
+    def __iter__(self) -> Iterator[FileVerdict]:
+        return heapq.merge(
+            self._listed_in_order(), self._extra.sorted(), key=lambda v: v.path
+        )
+
+    def __len__(self) -> int:
+        return len(self._state) - self._state.count(_UNREAD) + len(self._extra)
+
+    @overload
+    def __getitem__(self, i: int) -> FileVerdict: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[FileVerdict, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> FileVerdict | tuple[FileVerdict, ...]:
+        """By position in path order (a walk from the start: iterate instead)."""
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        k = i + len(self) if i < 0 else i
+        if not 0 <= k < len(self):
+            raise IndexError("verdict index out of range")
+        return next(itertools.islice(self, k, None))
+
+    def __repr__(self) -> str:
+        return f"Verdicts({len(self)} files)"
