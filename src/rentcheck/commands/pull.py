@@ -287,9 +287,12 @@ def run_verify(args: argparse.Namespace) -> int:
             "settings": settings.policy(),
             "bytes_read": result.bytes_read,
             "seconds": seconds,
-            "files": file_verdicts(result, verdict.fail_level, settings.advisory),
         }
     }
+    if config.output_format == "json":  # only json shows extras: a row per file is costly
+        gate.extras["verify"]["files"] = file_verdicts(
+            result, verdict.fail_level, settings.advisory
+        )
     run.record(gate, verdict)
     if marker is None:
         sys.stderr.write("rentcheck: verification failed: no PULL_VERIFIED.json written\n")

@@ -86,7 +86,9 @@ class BigFiles:
             while True:
                 if self._error is not None or (self._walked and not self._heap):
                     return None
-                if self._heap and (self._go or self._walked or len(self._heap) >= 2 * self._workers):
+                if self._heap and (
+                    self._go or self._walked or len(self._heap) >= 2 * self._workers
+                ):
                     self._go = True
                     break
                 left = self._first + START_WAIT - time.monotonic()

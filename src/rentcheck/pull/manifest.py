@@ -173,8 +173,10 @@ class Roster(Sequence[ManifestEntry]):
         """Paths strictly increasing and NFC (as the builder writes them)."""
         return self._sorted_nfc
 
-    def sha256_digest(self, i: int) -> bytes:
-        return bytes(self._sha[32 * i : 32 * i + 32])
+    @property
+    def sha256_column(self) -> bytes | bytearray:
+        """Every entry's SHA-256, 32 bytes each, in roster order (do not modify)."""
+        return self._sha
 
     def describes(self, i: int, path: str, size: int, sha256: str | None) -> bool:
         """Entry ``i`` has exactly this path, size and (hex) SHA-256: no entry is made."""

@@ -11,7 +11,7 @@ in NFC (matched after the walk, so that an NFC spelling on disk claims its entry
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from rentcheck.model import Finding
 from rentcheck.pull import manifest_builder as builder
@@ -41,6 +41,7 @@ class RosterJoin:
         self._cursor = 0
         self._claimed = bytearray(0 if manifest is None else len(manifest.files))
         self._left_keys: set[str] = set()
+        self._paths: Sequence[str] = () if manifest is None else manifest.files.paths
         if manifest is not None:
             self._manifest_findings(manifest, expected_run_id)
 
@@ -113,15 +114,13 @@ class RosterJoin:
         self._missing()
 
     def _find(self, key: str) -> int | None:
-        assert self._manifest is not None
-        return self._manifest.files.find(key)
+        return None if self._manifest is None else self._manifest.files.find(key)
 
     def _next(self, key: str) -> int | None:
         """Claim the entry named ``key``: at the cursor (the merge-join) or by bisection."""
-        assert self._manifest is not None
-        paths, at = self._manifest.files.paths, self._cursor
+        paths, at = self._paths, self._cursor
         if not (at < len(paths) and paths[at] == key):
-            found = self._manifest.files.find(key)
+            found = self._find(key)
             if found is None:
                 return None
             at = found
