@@ -61,7 +61,7 @@ class RosterJoin:
             self._left_keys.add(normalize_path(left.path))
 
     def expected(self, at: int | None) -> ManifestEntry | None:
-        return None if at is None or self._manifest is None else self._manifest.files[at]
+        return None if at is None or self._manifest is None else self._manifest.files.entry(at)
 
     def expected_work(self, root: str) -> tuple[int, int]:
         """(files, bytes) to read: the manifest's, or without one, a walk's count."""

@@ -47,15 +47,16 @@ class _Kinds:
 
     def __init__(self) -> None:
         self.names: list[str] = []
-        self._codes: dict[str, int] = {}
+        self.known: dict[str, int] = {}
 
     def code(self, kind: str) -> int:
-        code = self._codes.get(kind)
+        """The kind's byte, given it a new one if it has none (callers hold a lock)."""
+        code = self.known.get(kind)
         if code is None:
             if len(self.names) == 255:
                 raise ValueError("more than 255 file kinds")  # pragma: no cover - a dozen exist
-            code = self._codes[kind] = len(self.names)
             self.names.append(kind)
+            code = self.known[kind] = len(self.names) - 1
         return code
 
 
@@ -126,22 +127,26 @@ class Verdicts(Sequence[FileVerdict]):
 
     def record(self, v: FileVerdict, at: int | None) -> None:
         """Keep ``v``, the verdict of roster entry ``at`` (None: a file in no roster)."""
-        with self._lock:
-            if at is None or self._roster is None:
+        roster = self._roster
+        if at is None or roster is None:
+            with self._lock:
                 self._extra.append(v)
-                return
-            if (
-                v.errors == 0
-                and v.tensors < 1 << 31
-                and self._roster.describes(at, v.path, v.size, v.sha256)
-            ):
-                self._state[at] = _AS_LISTED
-                self._mtime[at] = v.mtime_ns
-                self._tensors[at] = v.tensors
-                self._kind[at] = self._kinds.code(v.kind)
-            else:
-                self._state[at] = _OTHER
+        elif (
+            v.errors == 0 and v.tensors < 1 << 31 and roster.describes(at, v.path, v.size, v.sha256)
+        ):
+            # each entry is recorded once, by one thread: its own columns need no lock
+            kind = self._kinds.known.get(v.kind)
+            if kind is None:
+                with self._lock:
+                    kind = self._kinds.code(v.kind)
+            self._state[at] = _AS_LISTED
+            self._mtime[at] = v.mtime_ns
+            self._tensors[at] = v.tensors
+            self._kind[at] = kind
+        else:
+            with self._lock:
                 self._other[at] = v
+                self._state[at] = _OTHER
 
     def listed_unread(self) -> int:
         """How many roster entries were not read to the end (not pulled, unreadable ...)."""
