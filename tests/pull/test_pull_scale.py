@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -92,15 +94,16 @@ def test_a_refusal_leaves_no_output_and_no_open_file(tmp_path: Path) -> None:
 def test_marker_writes_one_line_per_file_and_reads_back() -> None:
     verdicts = [FileVerdict(f'd/\u00e9"{i}', i, -i, SHA, "data", 0, 0) for i in range(1030)]
     verdicts.append(FileVerdict("unread", 5, 0, None, "unread", 0, 1))
-    rows = [{"path": v.path, "size": v.size, "mtime_ns": v.mtime_ns, "sha256": v.sha256}
+    want = [{"path": v.path, "size": v.size, "mtime_ns": v.mtime_ns, "sha256": v.sha256}
             for v in verdicts]  # fmt: skip
     for payload, files in (
         ({"schema": "s", "totals": {"files": 4}}, verdicts),  # three pieces of rows
         ({"schema": "s"}, verdicts[:1]),
         ({}, []),
     ):
-        raw = b"".join(marker_dumps({**payload, "files": []}, files))
-        assert json.loads(raw) == {**payload, "files": rows[: len(files)]}
+        rows = [(v.path, v.size, v.mtime_ns, v.sha256, v.kind, v.tensors, v.errors) for v in files]
+        raw = b"".join(marker_dumps({**payload, "files": []}, rows))
+        assert json.loads(raw) == {**payload, "files": want[: len(files)]}
         lines = raw.decode().splitlines()
         assert sum(line.startswith('    {"mtime_ns": ') for line in lines) == len(files)
 
@@ -145,6 +148,44 @@ def test_roster_entries_must_fit_in_64_bits() -> None:
         parse_manifest(raw.replace(b'"bytes": 1', b'"bytes": 9223372036854775808'))
 
 
+ROW = (
+    '    {\n      "blake3": "%s",\n      "mtime_ns": %d,\n      "path": "run/step_%05d/'
+    'sample_%07d.png",\n      "sha256": "%s",\n      "size": %d\n    }'
+)
+EMPTY_SHA = hashlib.sha256(b"").hexdigest()
+
+
+def write_roster(path: Path, n: int, *, sha: Callable[[int], str], size: int) -> None:
+    """A manifest of ``n`` entries ``run/step_<i // 1000>/sample_<i>.png``, in the builder's
+    layout (sorted, indented, both digests), written a few thousand rows at a time."""
+    head = builder._json({"created_at": "2026-12-01T00:00:00+00:00"})[: -len("\n}")]
+    with open(path, "w") as f:
+        f.write(head + ',\n  "files": [\n')
+        for start in range(0, n, 10_000):
+            end = min(n, start + 10_000)
+            rows = (
+                ROW % (SHA, 1764547200 * 10**9 + i, i // 1000, i, sha(i), size)
+                for i in range(start, end)
+            )
+            f.write(",\n".join(rows) + (",\n" if end < n else "\n  ],"))
+        tail = {"host": "box", "leftovers": [], "run_id": "big", "schema": builder.SCHEMA,
+                "totals": {"files": n, "bytes": size * n}}  # fmt: skip
+        f.write(builder._json(tail)[1:] + "\n")
+
+
+def peak_rss_mib(code: str) -> float:
+    """Run ``code`` in a fresh interpreter; its own peak RSS (VmHWM: ru_maxrss would carry
+    this process's across exec)."""
+    script = f"import sys\nsys.path.insert(0, {str(SRC)!r})\n" + textwrap.dedent(code)
+    script += textwrap.dedent("""
+        status = open("/proc/self/status").read()
+        print(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM")))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return int(proc.stdout.split()[-1]) / 1024
+
+
 def test_a_million_entry_roster_parses_and_checks_in_bounded_memory(tmp_path: Path) -> None:
     """1,000,000 entries with both digests (about 290 MB of JSON, the builder's layout) are
     parsed, validated (duplicates, file-and-directory) and every path looked up, in a
@@ -152,24 +193,9 @@ def test_a_million_entry_roster_parses_and_checks_in_bounded_memory(tmp_path: Pa
     roster is held in columns."""
     n = 1_000_000
     path = tmp_path / "PULL_MANIFEST.json"
-    head = builder._json({"created_at": "2026-12-01T00:00:00+00:00"})[: -len("\n}")]
-    row = (
-        '    {\n      "blake3": "%s",\n      "mtime_ns": %d,\n      "path": "run/step_%05d/'
-        'sample_%07d.png",\n      "sha256": "%064x",\n      "size": 4096\n    }'
-    )
-    with open(path, "w") as f:
-        f.write(head + ',\n  "files": [\n')
-        for start in range(0, n, 10_000):
-            end = min(n, start + 10_000)
-            rows = (row % (SHA, 1764547200 * 10**9 + i, i // 1000, i, i) for i in range(start, end))
-            f.write(",\n".join(rows) + (",\n" if end < n else "\n  ],"))
-        tail = {"host": "box", "leftovers": [], "run_id": "big", "schema": builder.SCHEMA,
-                "totals": {"files": n, "bytes": 4096 * n}}  # fmt: skip
-        f.write(builder._json(tail)[1:] + "\n")
+    write_roster(path, n, sha=lambda i: f"{i:064x}", size=4096)
     assert path.stat().st_size > 250_000_000  # more than the old 64 MiB cap, 4x over
-    code = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(SRC)!r})
+    peak_mib = peak_rss_mib(f"""
         from rentcheck.pull.manifest import check_manifest, normalize_path
         manifest, findings = check_manifest({str(path)!r})
         assert findings == [], findings
@@ -178,14 +204,48 @@ def test_a_million_entry_roster_parses_and_checks_in_bounded_memory(tmp_path: Pa
         assert all(files.find(normalize_path(p)) == i for i, p in enumerate(files.paths))
         assert files[-1].path == "run/step_00999/sample_0999999.png", files[-1]
         assert files[-1].sha256 == "%064x" % ({n} - 1) and files[-1].blake3 == {SHA!r}
-        status = open("/proc/self/status").read()
-        print(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM")))
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    peak_mib = int(proc.stdout.split()[-1]) / 1024
     print(f"peak RSS {peak_mib:.0f} MiB for {n:,} entries")
     assert peak_mib < 300, peak_mib
+
+
+def linked_tree(root: Path, n: int) -> None:
+    """``n`` empty files named as ``write_roster`` lists them, 1,000 to a folder: one real
+    file per folder, the others hard links to it (cheap to make: a name, not an inode)."""
+    for d in range(0, n, 1000):
+        folder = root / "run" / f"step_{d // 1000:05d}"
+        folder.mkdir(parents=True)
+        seed = folder / f"sample_{d:07d}.png"
+        seed.touch()
+        for i in range(d + 1, min(n, d + 1000)):
+            os.link(seed, folder / f"sample_{i:07d}.png")
+
+
+def test_verify_memory_per_file_is_flat_so_a_million_files_fit(tmp_path: Path) -> None:
+    """``rentcheck verify`` (the command: roster, every file read and hashed, the marker
+    written) of 25,000 and of 125,000 files, each in a fresh process: what each further file
+    costs is the roster's columns and a few bytes of verdict (the old verifier held every path
+    and verdict several times, about 1.2 KB a file), so 1,000,000 files stay under 300 MB."""
+    peaks = {}
+    for n in (25_000, 125_000):
+        root, manifest = tmp_path / f"t{n}", tmp_path / f"m{n}.json"
+        linked_tree(root, n)
+        write_roster(manifest, n, sha=lambda i: EMPTY_SHA, size=0)
+        peaks[n] = peak_rss_mib(f"""
+            from rentcheck.cli import main
+            argv = ["verify", {str(root)!r}, "--manifest", {str(manifest)!r}, "--isolated"]
+            assert main(argv) == 0
+        """)
+        marker = json.loads((root / builder.VERIFIED_NAME).read_bytes())
+        assert marker["totals"] == {"files": n, "bytes": 0}
+        assert [e["path"] for e in marker["files"]] == [
+            f"run/step_{i // 1000:05d}/sample_{i:07d}.png" for i in range(n)
+        ]
+    per_file = (peaks[125_000] - peaks[25_000]) * (1 << 20) / 100_000
+    at_a_million = peaks[125_000] + per_file * 875_000 / (1 << 20)
+    print(f"peak RSS {peaks}, {per_file:.0f} bytes per further file, {at_a_million:.0f} MiB at 1M")
+    assert per_file < 300, per_file
+    assert at_a_million < 300, at_a_million
 
 
 def test_the_collector_pause_restores_the_previous_state(pulled: Path) -> None:

@@ -287,9 +287,12 @@ def run_verify(args: argparse.Namespace) -> int:
             "settings": settings.policy(),
             "bytes_read": result.bytes_read,
             "seconds": seconds,
-            "files": file_verdicts(result, verdict.fail_level, settings.advisory),
         }
     }
+    if config.output_format == "json":  # only json shows extras: a row per file is costly
+        gate.extras["verify"]["files"] = file_verdicts(
+            result, verdict.fail_level, settings.advisory
+        )
     run.record(gate, verdict)
     if marker is None:
         sys.stderr.write("rentcheck: verification failed: no PULL_VERIFIED.json written\n")
@@ -303,12 +306,14 @@ def _what_verify_proved(result: Any) -> str:
     """What a clean verify proved: files, bytes, digests, and the checkpoints judged
     (structurally valid, safe to load, finite)."""
     from rentcheck.pull.progress import human_bytes
+    from rentcheck.pull.verdicts import rows_of
 
-    files = result.files
-    size = human_bytes(sum(f.size for f in files))
-    checkpoints = sum(1 for f in files if f.kind.startswith(("safetensors", "torch", "pickle")))
-    tensors = sum(f.tensors for f in files)
-    said = f"{len(files)} files, {size}, all digests match"
+    nbytes = checkpoints = tensors = 0
+    for _, size, _, _, kind, count, _ in rows_of(result.files):  # one pass, no objects made
+        nbytes += size
+        checkpoints += kind.startswith(("safetensors", "torch", "pickle"))
+        tensors += count
+    said = f"{len(result.files)} files, {human_bytes(nbytes)}, all digests match"
     if checkpoints:
         checks = "loaded with torch too" if result.deep else "safe to load"
         said += (

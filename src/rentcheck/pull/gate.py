@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from rentcheck import record
 from rentcheck.model import Finding, Severity
+from rentcheck.pull.filecheck import FileVerdict
+from rentcheck.pull.manifest import Roster
 from rentcheck.pull.settings import VerifySettings
+from rentcheck.pull.verdicts import Verdicts, rows_of
 from rentcheck.pull.verify import Progress, VerifyResult, verify_pull
 
 __all__ = ["blocking", "file_verdicts", "run_verify", "verify_summary"]
@@ -75,38 +78,36 @@ def file_verdicts(
         return "warning" if found else "ok"
 
     out: list[dict[str, Any]] = []
-    for v in result.files:
-        found = by_path.get(v.path)
+    for path, size, _, sha256, kind, tensors, _ in rows_of(result.files):
+        found = by_path.get(path)
         out.append(
             {
-                "path": v.path,
+                "path": path,
                 "verdict": verdict(found) if found else "ok",
-                "kind": v.kind,
-                "size": v.size,
-                "sha256": v.sha256,
-                "tensors": v.tensors,
+                "kind": kind,
+                "size": size,
+                "sha256": sha256,
+                "tensors": tensors,
                 "findings": [_brief(f) for f in found] if found else [],
             }
         )
     if result.manifest is not None:
-        read = {v.path for v in result.files}
         files = result.manifest.files
-        for i, path in enumerate(files.paths):
-            if path not in read:
-                entry = files[i]
-                found = by_path.get(entry.path, [])
-                out.append(
-                    {
-                        "path": entry.path,
-                        "verdict": "missing",
-                        "kind": None,
-                        "size": entry.size,
-                        "sha256": None,
-                        "tensors": 0,
-                        "findings": [_brief(f) for f in found],
-                    }
-                )
-    listed = {str(e["path"]) for e in out}
+        for i in _unread(result.files, files):
+            entry = files[i]
+            found = by_path.get(entry.path, [])
+            out.append(
+                {
+                    "path": entry.path,
+                    "verdict": "missing",
+                    "kind": None,
+                    "size": entry.size,
+                    "sha256": None,
+                    "tensors": 0,
+                    "findings": [_brief(f) for f in found],
+                }
+            )
+    listed = {str(e["path"]) for e in out if e["path"] in by_path}
     for path, found in by_path.items():  # unexpected, escaping or special entries: never read
         if path and path not in listed:
             out.append(
@@ -121,6 +122,14 @@ def file_verdicts(
                 }
             )
     return sorted(out, key=lambda e: str(e["path"]))
+
+
+def _unread(files: Sequence[FileVerdict], roster: Roster) -> Iterator[int]:
+    """Roster positions that no file read was matched to."""
+    if isinstance(files, Verdicts):
+        return files.unread_listed()
+    read = {v.path for v in files}
+    return (i for i, path in enumerate(roster.paths) if path not in read)
 
 
 def verify_summary(result: VerifyResult) -> dict[str, Any]:

@@ -29,7 +29,7 @@ import os
 import re
 import unicodedata
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, overload
@@ -82,6 +82,10 @@ class ManifestEntry:
     blake3: str | None = None
 
 
+_Row = tuple[str, int, int, str, "str | None"]  # a roster entry as the parser makes it
+_NO_B3 = bytes(32)
+
+
 @dataclass(frozen=True)
 class Leftover:
     path: str
@@ -111,21 +115,30 @@ class Roster(Sequence[ManifestEntry]):
         self._index: dict[str, int] | None = None  # NFC path -> position, when not sorted
 
     def append(self, e: ManifestEntry) -> None:
+        self.add((e.path, e.size, e.mtime_ns, e.sha256, e.blake3))
+
+    def add(self, row: _Row) -> None:
+        """Append an entry given as (path, size, mtime_ns, sha256, blake3): no object made."""
+        path, size, mtime_ns, sha256, blake3 = row
         paths = self._paths
         if self._sorted_nfc and (
-            (paths and e.path <= paths[-1])
-            or not (e.path.isascii() or unicodedata.is_normalized("NFC", e.path))
+            (paths and path <= paths[-1])
+            or not (path.isascii() or unicodedata.is_normalized("NFC", path))
         ):
             self._sorted_nfc = False
-        paths.append(e.path)
-        self._sha += bytes.fromhex(e.sha256)
-        self._b3 += bytes(32) if e.blake3 is None else bytes.fromhex(e.blake3)
-        self._has_b3.append(e.blake3 is not None)
-        self._size.append(e.size)
-        self._mtime.append(e.mtime_ns)
+        paths.append(path)
+        self._sha += bytes.fromhex(sha256)
+        self._b3 += _NO_B3 if blake3 is None else bytes.fromhex(blake3)
+        self._has_b3.append(blake3 is not None)
+        self._size.append(size)
+        self._mtime.append(mtime_ns)
 
     def __len__(self) -> int:
         return len(self._paths)
+
+    def entry(self, i: int) -> ManifestEntry:
+        """Entry ``i`` (0 <= i < len): ``self[i]`` without the slice and bounds handling."""
+        return self._entry(i)
 
     def _entry(self, i: int) -> ManifestEntry:
         b3 = self._b3[32 * i : 32 * i + 32].hex() if self._has_b3[i] else None
@@ -163,6 +176,29 @@ class Roster(Sequence[ManifestEntry]):
     @property
     def paths(self) -> Sequence[str]:
         return self._paths
+
+    @property
+    def sizes(self) -> Sequence[int]:
+        return self._size
+
+    @property
+    def is_sorted(self) -> bool:
+        """Paths strictly increasing and NFC (as the builder writes them)."""
+        return self._sorted_nfc
+
+    @property
+    def sha256_column(self) -> bytes | bytearray:
+        """Every entry's SHA-256, 32 bytes each, in roster order (do not modify)."""
+        return self._sha
+
+    def describes(self, i: int, path: str, size: int, sha256: str | None) -> bool:
+        """Entry ``i`` has exactly this path, size and (hex) SHA-256: no entry is made."""
+        return (
+            sha256 is not None
+            and self._paths[i] == path
+            and self._size[i] == size
+            and self._sha[32 * i : 32 * i + 32] == bytes.fromhex(sha256)
+        )
 
     @property
     def total_bytes(self) -> int:
@@ -294,7 +330,7 @@ _PLAIN_PATH = re.compile(
 )
 
 
-def _file_entry(obj: dict[str, Any]) -> ManifestEntry:
+def _file_entry(obj: dict[str, Any]) -> _Row:
     path, size, mtime = obj.get("path"), obj.get("size"), obj.get("mtime_ns")
     sha, b3 = obj.get("sha256"), obj.get("blake3")
     if (  # the roster as the builder writes it: every check in a few C calls
@@ -310,12 +346,12 @@ def _file_entry(obj: dict[str, Any]) -> ManifestEntry:
         and (b3 is None or _HEX64.match(b3))
         and _PLAIN_PATH.match(path)
     ):
-        return ManifestEntry(path, size, mtime, sha.lower(), None if b3 is None else b3.lower())
+        return path, size, mtime, sha.lower(), None if b3 is None else b3.lower()
     path = validate_rel_path(obj["path"], "file")
     missing = _FILE_KEYS - {"blake3"} - set(obj)
     if missing:
         raise FormatError(f"file {path!r}: missing {sorted(missing)}")
-    return ManifestEntry(
+    return (
         path,
         _int(obj["size"], f"file {path!r}: size"),
         _int(obj["mtime_ns"], f"file {path!r}: mtime_ns", signed=True),
@@ -403,7 +439,7 @@ class _Parser:
                 self._pos = end
                 return value
 
-    def array(self, kind: type, into: Any) -> None:
+    def array(self, kind: type, add: Callable[[Any], None]) -> None:
         """The items of the array that comes next, each checked to be a ``kind``.
 
         The common case is inlined (whitespace, one C scan per item, the separator), with
@@ -412,7 +448,7 @@ class _Parser:
         if self._ws() == "]":
             self._pos += 1
             return
-        what = "files" if kind is ManifestEntry else "leftovers"
+        what = "files" if kind is tuple else "leftovers"
         ws, scan = _WS.match, self._decoder.scan_once  # type: ignore[attr-defined]
         while True:
             if len(self._buf) - self._pos < _AHEAD:
@@ -436,7 +472,7 @@ class _Parser:
                     item = self.value()
             if not isinstance(item, kind):
                 raise FormatError(f"{what}: must be a list of {what} entries")
-            into.append(item)
+            add(item)
             pos = ws(self._buf, self._pos).end()  # type: ignore[union-attr]
             c = self._buf[pos : pos + 1]
             if c == ",":
@@ -470,8 +506,10 @@ class _Parser:
                 raise FormatError(f"duplicate key in object with keys {sorted(top)[:8]}")
             self._expect(":")
             if key in ("files", "leftovers") and self._ws() == "[":
-                self.array(ManifestEntry if key == "files" else Leftover,
-                           files if key == "files" else leftovers)  # fmt: skip
+                if key == "files":
+                    self.array(tuple, files.add)  # the hook makes a tuple of a file entry
+                else:
+                    self.array(Leftover, leftovers.append)
                 top[key] = None
             else:
                 top[key] = self.value()

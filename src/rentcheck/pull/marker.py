@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import os
 import platform
@@ -17,6 +18,7 @@ from rentcheck.model import Finding, Severity
 from rentcheck.pull import manifest_builder as builder
 from rentcheck.pull.manifest import validate_rel_path
 from rentcheck.pull.rules import RULES_BY_CODE, VERIFIED_MARKER_STALE
+from rentcheck.pull.verdicts import Row, Verdicts, rows_of
 from rentcheck.pull.verify import FileVerdict, VerifyResult
 
 __all__ = [
@@ -81,9 +83,7 @@ def write_verified_marker(
             f"{fail_level.label} or above",
             "fix them and verify again",
         )
-    read = {v.path for v in result.files if v.sha256 is not None}
-    paths = result.manifest.files.paths
-    if not paths or any(path not in read for path in paths):
+    if not result.every_listed_file_read():
         raise GateError(
             "refusing to write PULL_VERIFIED.json: not every manifest file was read", "verify again"
         )
@@ -104,40 +104,45 @@ def write_verified_marker(
         },
         "findings_below_fail_level": len(result.findings),
         "files": [],
-        "totals": {"files": len(result.files), "bytes": sum(v.size for v in result.files)},
+        "totals": {"files": len(result.files), "bytes": _total_bytes(result.files)},
         **(dict(extra) if extra else {}),
     }
     with builder.AtomicFile(os.fspath(path)) as out:
-        for piece in _dumps(payload, result.files):
+        for piece in _dumps(payload, rows_of(result.files)):
             out.write(piece)
     return path
+
+
+def _total_bytes(files: Sequence[FileVerdict]) -> int:
+    return files.total_bytes() if isinstance(files, Verdicts) else sum(v.size for v in files)
 
 
 _STR = json.JSONEncoder(ensure_ascii=False).encode
 
 
-def _row(v: FileVerdict) -> str:
+def _row(row: Row) -> str:
     """``json.dumps(file, sort_keys=True)`` of one file, indented; a template, not the encoder."""
-    sha = "null" if v.sha256 is None else f'"{v.sha256}"'
-    return (
-        f'    {{"mtime_ns": {v.mtime_ns}, "path": {_STR(v.path)}, "sha256": {sha}, '
-        f'"size": {v.size}}}'
-    )
+    path, size, mtime_ns, sha256 = row[:4]
+    sha = "null" if sha256 is None else f'"{sha256}"'
+    return f'    {{"mtime_ns": {mtime_ns}, "path": {_STR(path)}, "sha256": {sha}, "size": {size}}}'
 
 
-def _dumps(payload: Mapping[str, Any], files: Sequence[FileVerdict]) -> Iterator[bytes]:
-    """``builder.dumps(payload)`` with ``files`` in it, one line per file from a template (the
-    indenting encoder is pure Python: 0.5 s for 20,000 files), in pieces of a few hundred
-    files, so a large roster is never held as text."""
+def _dumps(payload: Mapping[str, Any], rows: Iterable[Row]) -> Iterator[bytes]:
+    """``builder.dumps(payload)`` with one file per row in its ``files``, one line per file
+    from a template (the indenting encoder is pure Python: 0.5 s for 20,000 files), in pieces
+    of a few hundred files, so a large roster is never held as text."""
     head = builder.dumps({**payload, "files": []}).decode()  # ``files`` go in its place
     before, after = head.split('\n  "files": []', 1)
-    if not files:
+    rows = iter(rows)
+    piece = list(itertools.islice(rows, 512))
+    if not piece:
         yield head.encode()
         return
     yield (before + '\n  "files": [\n').encode()
-    for start in range(0, len(files), 512):
-        rows = ",\n".join(map(_row, files[start : start + 512]))
-        yield (rows + (",\n" if start + 512 < len(files) else "\n  ]")).encode()
+    while piece:
+        text = ",\n".join(map(_row, piece))
+        piece = list(itertools.islice(rows, 512))
+        yield (text + (",\n" if piece else "\n  ]")).encode()
     yield after.encode()
 
 
