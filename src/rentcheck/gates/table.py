@@ -163,11 +163,11 @@ GATES: tuple[Gate, ...] = (
     Gate(
         name="pull",
         phase="pull",
-        summary="an exact roster with sizes and SHA-256 written on the box",
-        commands=("manifest",),
+        summary="an exact roster built on the box; its files brought home with resume",
+        commands=("manifest", "pull"),
         cli_module="pull",
         section="pull",
-        rules=("rentcheck.pull.rules", "PULL_RULES"),
+        rules=("rentcheck.pull.transfer_rules", "PULL_GATE_RULES"),
         evidence=("manifest",),
     ),
     Gate(
@@ -177,7 +177,7 @@ GATES: tuple[Gate, ...] = (
         commands=("verify",),
         cli_module="pull",
         section="verify",
-        rules=("rentcheck.pull.rules", "PULL_RULES"),
+        rules=("rentcheck.pull.transfer_rules", "PULL_GATE_RULES"),
         pytest_module="rentcheck.pull.pytest_gate",
         evidence=("manifest",),
         settings="rentcheck.pull.settings:verify_settings",

@@ -1,0 +1,257 @@
+"""``rentcheck pull``'s work before the verify: roster on the box, safety, transfer, re-check.
+
+1. The roster is built on the box (``remote_roster.build_roster``) and parsed as any
+   manifest is: ``..``, absolute paths, duplicates are refused there.
+2. Every path's local place is checked (``transfer.unsafe_paths``): nothing is written, not
+   even LOCAL_ROOT itself, when one is refused.
+3. The files come over (``transfer.pull_files``: resume, retries, deadline).
+4. The box is re-read (sizes, mtimes): a file that changed while it was pulled is hashed on
+   the box again and pulled whole again, up to ``ROUNDS`` times; then it is reported.
+5. LOCAL_ROOT/PULL_MANIFEST.json is written (the box's bytes, or the roster with the
+   re-hashed entries), atomically. The caller verifies against it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rentcheck.errors import FormatError, RemoteError
+from rentcheck.model import Finding
+from rentcheck.pull import manifest_builder as builder
+from rentcheck.pull.manifest import Manifest, parse_manifest
+from rentcheck.pull.remote_roster import build_roster, hash_files, stat_roster
+from rentcheck.pull.transfer import Attempt, Endpoint, Progress, Want, pull_files, unsafe_paths
+from rentcheck.pull.transfer_rules import (
+    CHANGED_DURING_PULL,
+    PULL_INCOMPLETE,
+    ROSTER_UNSAFE,
+    TRANSFER_RULES_BY_CODE,
+)
+
+__all__ = ["PullOutcome", "PullRequest", "pull_to"]
+
+ROUNDS = 3  # re-pulls of files that changed on the box while they were pulled
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    host: str
+    remote_root: str
+    local_root: str
+    method: str = "auto"  # auto | rsync | ranged
+    deadline_s: float = 6 * 3600.0
+    write_manifest: bool = False
+    run_id: str | None = None
+    bwlimit_kib: int | None = None
+    ssh_config: str | None = None
+    connect_timeout: float | None = None
+    timeout: float = 900.0  # for one remote roster step
+
+
+@dataclass
+class PullOutcome:
+    request: PullRequest
+    findings: list[Finding] = field(default_factory=list)
+    manifest: Manifest | None = None
+    manifest_path: str | None = None
+    box_root: str | None = None
+    method: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+    repulled: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def transferred(self) -> bool:
+        return self.manifest_path is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        total = self.manifest.total_bytes if self.manifest else 0
+        return {
+            "host": self.request.host,
+            "remote_root": self.request.remote_root,
+            "box_root": self.box_root,
+            "local_root": os.path.abspath(self.request.local_root),
+            "method": self.method,
+            "manifest": self.manifest_path,
+            "run_id": self.manifest.run_id if self.manifest else None,
+            "files": len(self.manifest.files) if self.manifest else 0,
+            "bytes": total,
+            "bytes_sent": sum(a.bytes for a in self.attempts),
+            "attempts": [a.to_dict() for a in self.attempts],
+            "repulled": self.repulled,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _finding(code: str, message: str, path: str | None = None, **details: Any) -> Finding:
+    return TRANSFER_RULES_BY_CODE[code].finding(message, path=path, details=details or None)
+
+
+def _choose(method: str, host: str, box_has_rsync: bool) -> str:
+    if method != "auto":
+        return method
+    here = shutil.which("rsync") is not None and (host == "local" or shutil.which("ssh"))
+    return "rsync" if here and box_has_rsync else "ranged"
+
+
+def pull_to(request: PullRequest, progress: Progress | None = None) -> PullOutcome:
+    from rentcheck.box.transport import close_all, open_box
+
+    started = time.monotonic()
+    deadline = started + request.deadline_s
+    outcome = PullOutcome(request)
+    local_root = os.path.abspath(request.local_root)
+    try:
+        box = open_box(
+            request.host, ssh_config=request.ssh_config, connect_timeout=request.connect_timeout
+        )
+        roster = build_roster(
+            box,
+            request.remote_root,
+            run_id=request.run_id,
+            write=request.write_manifest,
+            timeout=request.timeout,
+        )
+        outcome.box_root = roster.root
+        try:
+            manifest = parse_manifest(roster.data)
+        except FormatError as exc:
+            outcome.findings.append(
+                _finding(ROSTER_UNSAFE, f"the box's roster was refused, nothing was pulled: "
+                         f"{exc.message}")  # fmt: skip
+            )
+            return outcome
+        refused = unsafe_paths(local_root, manifest.files.paths)
+        if os.path.islink(local_root) or (
+            os.path.exists(local_root) and not os.path.isdir(local_root)
+        ):
+            refused.insert(0, ("", "LOCAL_ROOT is a symlink or not a directory"))
+        for rel, why in refused:
+            outcome.findings.append(
+                _finding(ROSTER_UNSAFE, f"refused before the first byte: {why}", rel or None)
+            )
+        if refused:
+            return outcome
+        outcome.manifest = manifest
+        endpoint = Endpoint(
+            request.host, roster.root, request.ssh_config, request.connect_timeout
+        )
+        outcome.method = _choose(request.method, request.host, roster.rsync)
+        doc: dict[str, Any] | None = None  # the roster, once an entry had to be re-hashed
+        wants = [Want(e.path, e.size) for e in manifest.files]
+        os.makedirs(local_root, exist_ok=True)
+        if progress is not None:
+            progress.start(manifest.total_bytes, len(wants))
+        append = True
+        vanished: set[str] = set()
+        for round_ in range(ROUNDS + 1):
+            if outcome.method == "rsync":
+                close_all()  # rsync brings its own connection; ours would idle meanwhile
+            attempts = pull_files(
+                endpoint,
+                local_root,
+                wants,
+                method=outcome.method,
+                deadline=deadline,
+                append=append,
+                bwlimit_kib=request.bwlimit_kib,
+                progress=progress if append else None,
+            )
+            outcome.attempts += attempts
+            if attempts[-1].error is not None:
+                outcome.findings.append(
+                    _finding(
+                        PULL_INCOMPLETE,
+                        f"the transfer did not finish after {len(attempts)} tries: "
+                        f"{attempts[-1].error}; what arrived is kept, run the pull again",
+                    )
+                )
+                return outcome
+            box = endpoint.open()
+            tree = _stat_with_retry(endpoint, box, request.timeout)
+            changed = [
+                e for e in (manifest.files if doc is None else _entries(doc))
+                if e.path not in vanished
+                and tree.files.get(e.path) is None
+                or (tree.files[e.path].size, tree.files[e.path].mtime_ns) != (e.size, e.mtime_ns)
+            ]  # fmt: skip
+            if not changed:
+                break
+            if round_ == ROUNDS:
+                for e in changed:
+                    now = tree.files.get(e.path)
+                    said = (
+                        "gone from the box" if now is None
+                        else f"{now.size} bytes, mtime_ns {now.mtime_ns} after"
+                    )  # fmt: skip
+                    outcome.findings.append(
+                        _finding(
+                            CHANGED_DURING_PULL,
+                            f"changed on the box while it was pulled ({e.size} bytes, "
+                            f"mtime_ns {e.mtime_ns} before; {said}), {ROUNDS} times",
+                            e.path,
+                        )
+                    )
+                break
+            entries, gone = hash_files(
+                box, roster.root, [e.path for e in changed], timeout=request.timeout
+            )
+            doc = doc or json.loads(roster.data)
+            _replace(doc, entries)
+            vanished |= gone
+            for path in sorted(gone):
+                outcome.findings.append(
+                    _finding(CHANGED_DURING_PULL, "vanished from the box while it was pulled",
+                             path)  # fmt: skip
+                )
+            wants = [Want(p, int(entries[p]["size"])) for p in sorted(entries)]
+            outcome.repulled += sorted(entries)
+            if not wants:
+                break
+            append = False
+        data = roster.data if doc is None else builder.dumps(doc)
+        path = os.path.join(local_root, builder.MANIFEST_NAME)
+        builder.atomic_write_bytes(path, data)
+        outcome.manifest = parse_manifest(data)
+        outcome.manifest_path = path
+        return outcome
+    finally:
+        outcome.seconds = time.monotonic() - started
+        close_all()
+
+
+def _stat_with_retry(endpoint: Endpoint, box: Any, timeout: float) -> Any:
+    from rentcheck.box.transport import close_all
+
+    try:
+        return stat_roster(box, endpoint.root, timeout=timeout)
+    except RemoteError:
+        close_all()
+        return stat_roster(endpoint.open(), endpoint.root, timeout=timeout)
+
+
+class _Entry:
+    __slots__ = ("mtime_ns", "path", "size")
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.path = str(raw["path"])
+        self.size = int(raw["size"])
+        self.mtime_ns = int(raw["mtime_ns"])
+
+
+def _entries(doc: dict[str, Any]) -> list[_Entry]:
+    return [_Entry(e) for e in doc["files"]]
+
+
+def _replace(doc: dict[str, Any], entries: dict[str, dict[str, Any]]) -> None:
+    """The roster with the re-hashed entries in place and its totals recomputed."""
+    doc["files"] = [entries.get(e["path"], e) for e in doc["files"]]
+    doc["totals"] = {
+        "files": len(doc["files"]),
+        "bytes": sum(int(e["size"]) for e in doc["files"]),
+    }
