@@ -125,8 +125,9 @@ def add_parsers(
         help="the result directory on the box (default: the one the pull recorded)",
     )
     teardown.add_argument(
-        "--rehash", action="store_true", help="hash every file on the box and here, not only "
-        "those whose size or mtime differ"
+        "--rehash",
+        action="store_true",
+        help="hash every file on the box and here, not only those whose size or mtime differ",
     )
     _connection_options(teardown)
     teardown.add_argument("--profile", metavar="NAME", help="platform profile (teardown.profile)")
@@ -489,19 +490,17 @@ def run_teardown(args: argparse.Namespace) -> int:
     except (RemoteError, UsageError, FormatError) as exc:
         unreadable = str(exc)
     result = check_teardown(
-        args.verified, now, plan, approved=args.approve, unreadable=unreadable,
-        rehash=args.rehash,
-    )  # fmt: skip
+        args.verified, now, plan, approved=args.approve, unreadable=unreadable, rehash=args.rehash
+    )
     approval = "--approve" if args.approve else None
-    if result.ready_but_unapproved and order_met and _can_ask(config):
-        if _typed_verb(plan.verb, plan.action):
-            approval = f"typed {plan.verb!r}"
-            result = check_teardown(
-                args.verified, now, plan, approved=True, unreadable=unreadable,
-                rehash=args.rehash,
-            )  # fmt: skip
-    evidence: dict[str, str | None] = {"manifest": manifest}
-    if result.passed:
+    asked = result.ready_but_unapproved and order_met and _can_ask(config)
+    if asked and _typed_verb(plan.verb, plan.action):
+        approval = f"typed {plan.verb!r}"
+        result = check_teardown(
+            args.verified, now, plan, approved=True, unreadable=unreadable, rehash=args.rehash
+        )
+    evidence: dict[str, str] = {"manifest": manifest} if manifest else {}
+    if result.passed and approval:
         evidence["approval"] = approval
         evidence["marker"] = "sha256:" + _file_sha256(marker_path(args.verified)[0])
     gate = GateResult(
@@ -552,7 +551,8 @@ def _box_now(args: argparse.Namespace, marker: Any) -> Any:
 
 
 def _can_ask(config: Config) -> bool:
-    return config.output_format in ("text", "concise") and sys.stdin.isatty() and sys.stderr.isatty()
+    text = config.output_format in ("text", "concise")
+    return text and sys.stdin.isatty() and sys.stderr.isatty()
 
 
 def _typed_verb(verb: str, action: str) -> bool:
@@ -624,7 +624,7 @@ def run_pull(args: argparse.Namespace) -> int:
         digest = "sha256:" + outcome.manifest.sha256
     if outcome.transferred:
         source = {"host": host, "remote_root": outcome.box_root, "run_id": outcome.manifest.run_id}  # type: ignore[union-attr]
-        _, verified, verdict = verify_and_mark(
+        _, verified, _ = verify_and_mark(
             args,
             config,
             args.root,
@@ -641,7 +641,7 @@ def run_pull(args: argparse.Namespace) -> int:
         extras=extras,
         files_checked=len(outcome.manifest.files) if outcome.manifest else 0,
         host=host,
-        evidence={"manifest": digest},
+        evidence={"manifest": digest} if digest else {},
         headline=headline,
         proved=proved,
     )

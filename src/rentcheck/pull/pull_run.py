@@ -24,7 +24,13 @@ from rentcheck.errors import FormatError, RemoteError
 from rentcheck.model import Finding
 from rentcheck.pull import manifest_builder as builder
 from rentcheck.pull.manifest import Manifest, parse_manifest
-from rentcheck.pull.remote_roster import build_roster, hash_files, stat_roster
+from rentcheck.pull.remote_roster import (
+    BoxRoster,
+    BoxTree,
+    build_roster,
+    hash_files,
+    stat_roster,
+)
 from rentcheck.pull.transfer import Attempt, Endpoint, Progress, Want, pull_files, unsafe_paths
 from rentcheck.pull.transfer_rules import (
     CHANGED_DURING_PULL,
@@ -103,7 +109,6 @@ def pull_to(request: PullRequest, progress: Progress | None = None) -> PullOutco
     from rentcheck.box.transport import close_all, open_box
 
     started = time.monotonic()
-    deadline = started + request.deadline_s
     outcome = PullOutcome(request)
     local_root = os.path.abspath(request.local_root)
     try:
@@ -121,99 +126,28 @@ def pull_to(request: PullRequest, progress: Progress | None = None) -> PullOutco
         try:
             manifest = parse_manifest(roster.data)
         except FormatError as exc:
-            outcome.findings.append(
-                _finding(ROSTER_UNSAFE, f"the box's roster was refused, nothing was pulled: "
-                         f"{exc.message}")  # fmt: skip
-            )
+            message = f"the box's roster was refused, nothing was pulled: {exc.message}"
+            outcome.findings.append(_finding(ROSTER_UNSAFE, message))
             return outcome
-        refused = unsafe_paths(local_root, manifest.files.paths)
-        if os.path.islink(local_root) or (
-            os.path.exists(local_root) and not os.path.isdir(local_root)
-        ):
-            refused.insert(0, ("", "LOCAL_ROOT is a symlink or not a directory"))
-        for rel, why in refused:
-            outcome.findings.append(
-                _finding(ROSTER_UNSAFE, f"refused before the first byte: {why}", rel or None)
-            )
-        if refused:
+        outcome.findings += _refusals(local_root, manifest)
+        if outcome.findings:
             return outcome
         outcome.manifest = manifest
-        endpoint = Endpoint(
-            request.host, roster.root, request.ssh_config, request.connect_timeout
-        )
+        endpoint = Endpoint(request.host, roster.root, request.ssh_config, request.connect_timeout)
         outcome.method = _choose(request.method, request.host, roster.rsync)
-        doc: dict[str, Any] | None = None  # the roster, once an entry had to be re-hashed
-        wants = [Want(e.path, e.size) for e in manifest.files]
         os.makedirs(local_root, exist_ok=True)
         if progress is not None:
-            progress.start(manifest.total_bytes, len(wants))
-        append = True
-        vanished: set[str] = set()
-        for round_ in range(ROUNDS + 1):
-            if outcome.method == "rsync":
-                close_all()  # rsync brings its own connection; ours would idle meanwhile
-            attempts = pull_files(
-                endpoint,
-                local_root,
-                wants,
-                method=outcome.method,
-                deadline=deadline,
-                append=append,
-                bwlimit_kib=request.bwlimit_kib,
-                progress=progress if append else None,
-            )
-            outcome.attempts += attempts
-            if attempts[-1].error is not None:
-                outcome.findings.append(
-                    _finding(
-                        PULL_INCOMPLETE,
-                        f"the transfer did not finish after {len(attempts)} tries: "
-                        f"{attempts[-1].error}; what arrived is kept, run the pull again",
-                    )
-                )
-                return outcome
-            box = endpoint.open()
-            tree = _stat_with_retry(endpoint, box, request.timeout)
-            changed = [
-                e for e in (manifest.files if doc is None else _entries(doc))
-                if e.path not in vanished
-                and tree.files.get(e.path) is None
-                or (tree.files[e.path].size, tree.files[e.path].mtime_ns) != (e.size, e.mtime_ns)
-            ]  # fmt: skip
-            if not changed:
-                break
-            if round_ == ROUNDS:
-                for e in changed:
-                    now = tree.files.get(e.path)
-                    said = (
-                        "gone from the box" if now is None
-                        else f"{now.size} bytes, mtime_ns {now.mtime_ns} after"
-                    )  # fmt: skip
-                    outcome.findings.append(
-                        _finding(
-                            CHANGED_DURING_PULL,
-                            f"changed on the box while it was pulled ({e.size} bytes, "
-                            f"mtime_ns {e.mtime_ns} before; {said}), {ROUNDS} times",
-                            e.path,
-                        )
-                    )
-                break
-            entries, gone = hash_files(
-                box, roster.root, [e.path for e in changed], timeout=request.timeout
-            )
-            doc = doc or json.loads(roster.data)
-            _replace(doc, entries)
-            vanished |= gone
-            for path in sorted(gone):
-                outcome.findings.append(
-                    _finding(CHANGED_DURING_PULL, "vanished from the box while it was pulled",
-                             path)  # fmt: skip
-                )
-            wants = [Want(p, int(entries[p]["size"])) for p in sorted(entries)]
-            outcome.repulled += sorted(entries)
-            if not wants:
-                break
-            append = False
+            progress.start(manifest.total_bytes, len(manifest.files))
+        doc = _transfer_until_still(
+            request,
+            endpoint=endpoint,
+            roster=roster,
+            outcome=outcome,
+            progress=progress,
+            deadline=started + request.deadline_s,
+        )
+        if any(f.code == PULL_INCOMPLETE for f in outcome.findings):
+            return outcome
         data = roster.data if doc is None else builder.dumps(doc)
         path = os.path.join(local_root, builder.MANIFEST_NAME)
         builder.atomic_write_bytes(path, data)
@@ -223,6 +157,97 @@ def pull_to(request: PullRequest, progress: Progress | None = None) -> PullOutco
     finally:
         outcome.seconds = time.monotonic() - started
         close_all()
+
+
+def _refusals(local_root: str, manifest: Manifest) -> list[Finding]:
+    """RC530 for every roster path whose local place is unsafe, and for LOCAL_ROOT itself."""
+    refused = unsafe_paths(local_root, manifest.files.paths)
+    if os.path.islink(local_root) or (os.path.exists(local_root) and not os.path.isdir(local_root)):
+        refused.insert(0, ("", "LOCAL_ROOT is a symlink or not a directory"))
+    return [
+        _finding(ROSTER_UNSAFE, f"refused before the first byte: {why}", rel or None)
+        for rel, why in refused
+    ]
+
+
+def _transfer_until_still(
+    request: PullRequest,
+    *,
+    endpoint: Endpoint,
+    roster: BoxRoster,
+    outcome: PullOutcome,
+    progress: Progress | None,
+    deadline: float,
+) -> dict[str, Any] | None:
+    """Transfer, re-read the box, re-pull what changed meanwhile (whole), up to ROUNDS times.
+    The roster with re-hashed entries (None: the box's roster held)."""
+    from rentcheck.box.transport import close_all
+
+    assert outcome.manifest is not None  # noqa: S101 - set by the caller
+    doc: dict[str, Any] | None = None
+    wants = [Want(e.path, e.size) for e in outcome.manifest.files]
+    vanished: set[str] = set()
+    for round_ in range(ROUNDS + 1):
+        if outcome.method == "rsync":
+            close_all()  # rsync brings its own connection; ours would idle meanwhile
+        attempts = pull_files(
+            endpoint,
+            os.path.abspath(request.local_root),
+            wants,
+            method=outcome.method or "ranged",
+            deadline=deadline,
+            append=round_ == 0,
+            bwlimit_kib=request.bwlimit_kib,
+            progress=progress if round_ == 0 else None,
+        )
+        outcome.attempts += attempts
+        if attempts[-1].error is not None:
+            message = (
+                f"the transfer did not finish after {len(attempts)} tries: "
+                f"{attempts[-1].error}; what arrived is kept, run the pull again"
+            )
+            outcome.findings.append(_finding(PULL_INCOMPLETE, message))
+            return doc
+        box = endpoint.open()
+        tree = _stat_with_retry(endpoint, box, request.timeout)
+        entries_now = outcome.manifest.files if doc is None else _entries(doc)
+        changed = [e for e in entries_now if e.path not in vanished and _moved(tree, e)]
+        if not changed:
+            return doc
+        if round_ == ROUNDS:
+            for e in changed:
+                now = tree.files.get(e.path)
+                after = (
+                    "gone from the box"
+                    if now is None
+                    else f"{now.size} bytes, mtime_ns {now.mtime_ns} after"
+                )
+                message = (
+                    f"changed on the box while it was pulled ({e.size} bytes, mtime_ns "
+                    f"{e.mtime_ns} before; {after}), {ROUNDS} times"
+                )
+                outcome.findings.append(_finding(CHANGED_DURING_PULL, message, e.path))
+            return doc
+        entries, gone = hash_files(
+            box, roster.root, [e.path for e in changed], timeout=request.timeout
+        )
+        doc = doc or json.loads(roster.data)
+        _replace(doc, entries)
+        vanished |= gone
+        for path in sorted(gone):
+            message = "vanished from the box while it was pulled"
+            outcome.findings.append(_finding(CHANGED_DURING_PULL, message, path))
+        wants = [Want(p, int(entries[p]["size"])) for p in sorted(entries)]
+        outcome.repulled += sorted(entries)
+        if not wants:
+            return doc
+    return doc
+
+
+def _moved(tree: BoxTree, entry: Any) -> bool:
+    """Whether a roster entry's file is gone from the box or has another size or mtime."""
+    now = tree.files.get(entry.path)
+    return now is None or (now.size, now.mtime_ns) != (entry.size, entry.mtime_ns)
 
 
 def _stat_with_retry(endpoint: Endpoint, box: Any, timeout: float) -> Any:

@@ -116,7 +116,9 @@ def remote_program(request: Mapping[str, Any]) -> bytes:
     ).encode()
 
 
-def _ask(box: Box, request: Mapping[str, Any], timeout: float, what: str) -> tuple[dict[str, Any], bytes]:
+def _ask(
+    box: Box, request: Mapping[str, Any], timeout: float, what: str
+) -> tuple[dict[str, Any], bytes]:
     result = box.run(_SHELL, stdin=remote_program(request), timeout=timeout, label=what)
     line, sep, rest = result.stdout.partition(b"\n")
     try:
@@ -207,4 +209,3 @@ def hash_files(
 def remote_path(root: str, rel: str) -> str:
     """A roster path under the box's root (roster paths are validated relative POSIX paths)."""
     return posixpath.join(root, rel) if root else rel
-

@@ -193,14 +193,21 @@ def pulled_roster(root: str, marker: VerifiedMarker) -> Manifest | None:
 def box_now_from_manifest(path: str) -> BoxNow:
     """``--manifest-now FILE``: a roster rebuilt on the box (FormatError if unreadable)."""
     now = load_manifest(path)
-    files = {e.path: (e.size, e.mtime_ns, e.sha256) for e in now.files}
+    files: dict[str, tuple[int, int, str | None]] = {
+        e.path: (e.size, e.mtime_ns, e.sha256) for e in now.files
+    }
     return BoxNow(path, files, tuple(left.path for left in now.leftovers), len(files))
 
 
 def read_box_now(
-    box: Box, root: str, marker: VerifiedMarker, pulled: Manifest | None, *, rehash: bool,
+    box: Box,
+    root: str,
+    marker: VerifiedMarker,
+    pulled: Manifest | None,
+    *,
+    rehash: bool,
     timeout: float,
-) -> BoxNow:  # fmt: skip
+) -> BoxNow:
     """Stat every file on the box; hash those the verified roster has whose size or mtime
     differ (all of them with ``rehash``, or when the roster is not at hand)."""
     from rentcheck.pull.remote_roster import hash_files, stat_roster
@@ -209,9 +216,10 @@ def read_box_now(
     verified = {f.path for f in marker.files}
     then = {} if pulled is None else {e.path: (e.size, e.mtime_ns) for e in pulled.files}
     wanted = [
-        path for path, f in tree.files.items()
+        path
+        for path, f in tree.files.items()
         if path in verified and (rehash or then.get(path) != (f.size, f.mtime_ns))
-    ]  # fmt: skip
+    ]
     digests, _ = hash_files(box, root, wanted, timeout=timeout)
     files = {
         path: (f.size, f.mtime_ns, digests[path]["sha256"] if path in digests else None)
@@ -268,23 +276,36 @@ def check_teardown(
             if rel not in then:
                 added.append(rel)
                 findings.append(
-                    _finding(MANIFEST_CHANGED,
-                             f"added on the box since the pull ({size} bytes): not in the "
-                             "verified copy", rel, change="added", where=now.where)  # fmt: skip
+                    _finding(
+                        MANIFEST_CHANGED,
+                        f"added on the box since the pull ({size} bytes): not in the verified copy",
+                        rel,
+                        change="added",
+                        where=now.where,
+                    )
                 )
             elif sha is not None and sha != then[rel]:
                 changed.append(rel)
                 findings.append(
-                    _finding(MANIFEST_CHANGED,
-                             f"changed on the box since the pull (sha256 {sha[:12]}... now, "
-                             f"{then[rel][:12]}... verified)", rel, change="changed",
-                             where=now.where)  # fmt: skip
+                    _finding(
+                        MANIFEST_CHANGED,
+                        f"changed on the box since the pull (sha256 {sha[:12]}... now, "
+                        f"{then[rel][:12]}... verified)",
+                        rel,
+                        change="changed",
+                        where=now.where,
+                    )
                 )
         for rel in now.unfinished:
             added.append(rel)
             findings.append(
-                _finding(MANIFEST_CHANGED, "an unfinished write on the box (the run goes on?)",
-                         rel, change="unfinished", where=now.where)  # fmt: skip
+                _finding(
+                    MANIFEST_CHANGED,
+                    "an unfinished write on the box (the run goes on?)",
+                    rel,
+                    change="unfinished",
+                    where=now.where,
+                )
             )
         gone = sorted(set(then) - set(now.files))
     if marker is not None:

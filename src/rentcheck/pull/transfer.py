@@ -16,6 +16,7 @@ import contextlib
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -76,9 +77,7 @@ class Endpoint:
     def open(self) -> Box:
         from rentcheck.box.transport import open_box
 
-        return open_box(
-            self.host, ssh_config=self.ssh_config, connect_timeout=self.connect_timeout
-        )
+        return open_box(self.host, ssh_config=self.ssh_config, connect_timeout=self.connect_timeout)
 
 
 @dataclass
@@ -124,9 +123,10 @@ def unsafe_paths(local_root: str, paths: Sequence[str]) -> list[tuple[str, str]]
                 st = os.lstat(os.path.join(local_root, rel_dir))
             except FileNotFoundError:
                 st = None
-            if st is not None and os.path.stat.S_ISLNK(st.st_mode):
-                why = f"{rel_dir!r} in LOCAL_ROOT is a symlink (to {os.readlink(os.path.join(local_root, rel_dir))!r})"
-            elif st is not None and not os.path.stat.S_ISDIR(st.st_mode):
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                target = os.readlink(os.path.join(local_root, rel_dir))
+                why = f"{rel_dir!r} in LOCAL_ROOT is a symlink (to {target!r})"
+            elif st is not None and not stat.S_ISDIR(st.st_mode):
                 why = f"{rel_dir!r} in LOCAL_ROOT is a file, not a directory"
         checked[rel_dir] = why
         return why
@@ -139,9 +139,9 @@ def unsafe_paths(local_root: str, paths: Sequence[str]) -> list[tuple[str, str]]
                 st = os.lstat(os.path.join(local_root, rel))
             except FileNotFoundError:
                 continue
-            if os.path.stat.S_ISLNK(st.st_mode):
+            if stat.S_ISLNK(st.st_mode):
                 why = "it is a symlink in LOCAL_ROOT: the pull would write where it points"
-            elif not os.path.stat.S_ISREG(st.st_mode):
+            elif not stat.S_ISREG(st.st_mode):
                 why = "it exists in LOCAL_ROOT and is not a regular file"
         if why is not None:
             bad.append((rel, why))
@@ -165,15 +165,23 @@ def ssh_command(endpoint: Endpoint, control_dir: str) -> list[str]:
         command += ["-F", endpoint.ssh_config]
     timeout = int(endpoint.connect_timeout or 10)
     command += [
-        "-o", "BatchMode=yes",
-        "-o", "StrictHostKeyChecking=yes",
-        "-o", f"ConnectTimeout={timeout}",
-        "-o", "ServerAliveInterval=15",
-        "-o", "ServerAliveCountMax=3",
-        "-o", "ControlMaster=auto",
-        "-o", f"ControlPath={control_dir}/%C",
-        "-o", "ControlPersist=120",
-    ]  # fmt: skip
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        f"ConnectTimeout={timeout}",
+        "-o",
+        "ServerAliveInterval=15",
+        "-o",
+        "ServerAliveCountMax=3",
+        "-o",
+        "ControlMaster=auto",
+        "-o",
+        f"ControlPath={control_dir}/%C",
+        "-o",
+        "ControlPersist=120",
+    ]
     return command
 
 
@@ -249,8 +257,7 @@ def _rsync_try(
     reader = threading.Thread(target=lambda: err.append(proc.stderr.read() if proc.stderr else b""))
     reader.start()
     watch = _Poller(local_root, wants, progress, attempt) if progress else None
-    assert proc.stdout is not None
-    for raw in proc.stdout:
+    for raw in proc.stdout or ():
         parts = raw.decode("utf-8", "replace").rstrip("\n").split("\t", 3)
         if len(parts) == 4 and parts[0].startswith(">f"):
             attempt.files += 1
@@ -270,8 +277,10 @@ def _rsync_try(
     attempt.seconds = time.monotonic() - started
     tail = " ".join(b"".join(err).decode("utf-8", "replace").split())[-300:]
     if attempt.error is None and code in (1, 2, 4):
-        raise UsageError(f"rsync refused the transfer (exit {code}): {tail}",
-                         hint="check the rsync versions on both ends, or pass --method ranged")  # fmt: skip
+        raise UsageError(
+            f"rsync refused the transfer (exit {code}): {tail}",
+            hint="check the rsync versions on both ends, or pass --method ranged",
+        )
     if attempt.error is None and code != 0 and code not in _PARTIAL_RSYNC:
         attempt.error = f"rsync exit {code}: {tail}" if code > 0 else f"rsync killed ({code})"
     return attempt
@@ -283,7 +292,8 @@ class _Poller:
     def __init__(
         self, local_root: str, wants: Sequence[Want], progress: Progress, attempt: Attempt
     ) -> None:
-        self._root, self._wants, self._progress, self._attempt = local_root, wants, progress, attempt
+        self._root, self._wants = local_root, wants
+        self._progress, self._attempt = progress, attempt
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -386,9 +396,7 @@ def _read_piece(box: Box, endpoint: Endpoint, rel: str, offset: int, count: int)
     from rentcheck.pull.remote_roster import remote_path
 
     path = remote_path(endpoint.root, rel)
-    script = (
-        f"exec python3 -I -S -c {shlex.quote(_READER)} {shlex.quote(path)} {offset} {count}"
-    )
+    script = f"exec python3 -I -S -c {shlex.quote(_READER)} {shlex.quote(path)} {offset} {count}"
     result = box.run(script, timeout=120.0, label=f"reading {rel!r}")
     if not result.ok:
         raise RemoteError(f"cannot read {rel!r} on {box.name}: {result.stderr_tail()}")
@@ -426,16 +434,27 @@ def pull_files(
         while True:
             if method == "rsync":
                 attempt = _rsync_try(
-                    endpoint, local_root, wants, control_dir,
-                    append=append, deadline=deadline, bwlimit_kib=bwlimit_kib, progress=progress,
-                )  # fmt: skip
+                    endpoint,
+                    local_root,
+                    wants,
+                    control_dir,
+                    append=append,
+                    deadline=deadline,
+                    bwlimit_kib=bwlimit_kib,
+                    progress=progress,
+                )
             else:
                 done = sum(min(w.size, _local_size(local_root, w.path)) for w in wants)
                 attempt = _ranged_try(
-                    endpoint, local_root, wants,
-                    append=append, deadline=deadline, bwlimit_kib=bwlimit_kib,
-                    progress=progress, done_before=done if append else 0,
-                )  # fmt: skip
+                    endpoint,
+                    local_root,
+                    wants,
+                    append=append,
+                    deadline=deadline,
+                    bwlimit_kib=bwlimit_kib,
+                    progress=progress,
+                    done_before=done if append else 0,
+                )
             attempts.append(attempt)
             if attempt.error is None or time.monotonic() + delay > deadline:
                 return attempts
