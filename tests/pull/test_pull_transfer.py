@@ -223,3 +223,59 @@ def test_file_that_changes_during_the_pull_is_pulled_again(tmp_path: Path) -> No
     assert (got / "a.bin").read_bytes() == (box / "a.bin").read_bytes()
     manifest = json.loads((got / "PULL_MANIFEST.json").read_text())
     assert [f["size"] for f in manifest["files"]] == [MiB + 11, 3 * MiB]
+
+
+def test_file_still_being_written_is_reported_and_a_vanished_one_too(tmp_path: Path) -> None:
+    import threading
+
+    box = make_box(tmp_path / "box", {"a.bin": 2 * MiB, "growing.log": 10, "z.bin": 1 * MiB})
+    got = tmp_path / "got"
+    stop = threading.Event()
+
+    def writer() -> None:  # a run that goes on writing its log all through the pull
+        while not stop.wait(0.05):
+            with open(box / "growing.log", "ab") as handle:
+                handle.write(b"step\n")
+
+    proc = start_rentcheck("pull", f"local:{box}", str(got), "--method", "ranged",
+                           "--bwlimit", "2048", "--output-format", "json", cwd=tmp_path)  # fmt: skip
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        wait_for(lambda: size_of(got / "a.bin") > 0, "the pull never started")
+        (box / "z.bin").unlink()  # deleted on the box before its turn came
+        out, err = proc.communicate(timeout=180)
+    finally:
+        stop.set()
+        thread.join()
+    assert proc.returncode == 1, out + err
+    doc = report((out, err))
+    found = {(r["code"], r["path"]) for r in doc["results"] if r["code"] == "RC531"}
+    assert found == {("RC531", "growing.log"), ("RC531", "z.bin")}, doc["results"]
+    messages = {r["path"]: r["message"] for r in doc["results"] if r["code"] == "RC531"}
+    assert "3 times" in messages["growing.log"]
+    assert "vanished from the box" in messages["z.bin"]
+    assert not (got / "PULL_VERIFIED.json").exists()
+
+
+def test_a_box_that_stays_gone_ends_the_pull_at_the_deadline(tmp_path: Path) -> None:
+    if os.geteuid() != 0 or sshd_binary() is None:
+        pytest.skip("needs root and an OpenSSH server")
+    own = start_lab(tmp_path / "lab")  # its own server: this test stops it for good
+    try:
+        box = make_box(tmp_path / "box", {"a.bin": 3 * MiB})
+        got = tmp_path / "got"
+        proc = start_rentcheck("pull", f"box:{box}", str(got), "--ssh-config",
+                               str(own.ssh_config), "--method", "ranged", "--bwlimit", "1024",
+                               "--deadline", "4s", "--output-format", "json", cwd=tmp_path)  # fmt: skip
+        wait_for(lambda: size_of(got / "a.bin") > 0, "the pull never started")
+        own.stop()
+        out, err = proc.communicate(timeout=120)
+    finally:
+        own.stop()
+    assert proc.returncode == 1, out + err
+    doc = report((out, err))
+    [incomplete] = [r for r in doc["results"] if r["code"] == "RC532"]
+    assert "what arrived is kept" in incomplete["message"]
+    assert 0 < size_of(got / "a.bin") < 3 * MiB  # kept for the next pull to continue
+    assert not (got / "PULL_MANIFEST.json").exists()

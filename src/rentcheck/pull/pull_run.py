@@ -181,32 +181,21 @@ def _transfer_until_still(
 ) -> dict[str, Any] | None:
     """Transfer, re-read the box, re-pull what changed meanwhile (whole), up to ROUNDS times.
     The roster with re-hashed entries (None: the box's roster held)."""
-    from rentcheck.box.transport import close_all
 
     assert outcome.manifest is not None  # noqa: S101 - set by the caller
     doc: dict[str, Any] | None = None
     wants = [Want(e.path, e.size) for e in outcome.manifest.files]
     vanished: set[str] = set()
     for round_ in range(ROUNDS + 1):
-        if outcome.method == "rsync":
-            close_all()  # rsync brings its own connection; ours would idle meanwhile
-        attempts = pull_files(
-            endpoint,
-            os.path.abspath(request.local_root),
-            wants,
-            method=outcome.method or "ranged",
+        if wants and _transfer_failed(
+            request,
+            endpoint=endpoint,
+            wants=wants,
+            outcome=outcome,
+            progress=progress,
             deadline=deadline,
-            append=round_ == 0,
-            bwlimit_kib=request.bwlimit_kib,
-            progress=progress if round_ == 0 else None,
-        )
-        outcome.attempts += attempts
-        if attempts[-1].error is not None:
-            message = (
-                f"the transfer did not finish after {len(attempts)} tries: "
-                f"{attempts[-1].error}; what arrived is kept, run the pull again"
-            )
-            outcome.findings.append(_finding(PULL_INCOMPLETE, message))
+            round_=round_,
+        ):
             return doc
         box = endpoint.open()
         tree = _stat_with_retry(endpoint, box, request.timeout)
@@ -228,20 +217,55 @@ def _transfer_until_still(
                 )
                 outcome.findings.append(_finding(CHANGED_DURING_PULL, message, e.path))
             return doc
-        entries, gone = hash_files(
-            box, roster.root, [e.path for e in changed], timeout=request.timeout
-        )
+        hashed = hash_files(box, roster.root, [e.path for e in changed], timeout=request.timeout)
         doc = doc or json.loads(roster.data)
-        _replace(doc, entries)
-        vanished |= gone
-        for path in sorted(gone):
+        _replace(doc, hashed.entries)
+        vanished |= hashed.missing
+        for path in sorted(hashed.missing):
             message = "vanished from the box while it was pulled"
             outcome.findings.append(_finding(CHANGED_DURING_PULL, message, path))
-        wants = [Want(p, int(entries[p]["size"])) for p in sorted(entries)]
-        outcome.repulled += sorted(entries)
-        if not wants:
+        # Files that changed even while they were hashed wait for the next round.
+        wants = [Want(p, int(hashed.entries[p]["size"])) for p in sorted(hashed.entries)]
+        outcome.repulled += sorted(hashed.entries)
+        if not wants and not hashed.unstable:
             return doc
     return doc
+
+
+def _transfer_failed(
+    request: PullRequest,
+    *,
+    endpoint: Endpoint,
+    wants: list[Want],
+    outcome: PullOutcome,
+    progress: Progress | None,
+    deadline: float,
+    round_: int,
+) -> bool:
+    """One round's transfer (first: resume; later: whole files); True when it gave up."""
+    from rentcheck.box.transport import close_all
+
+    if outcome.method == "rsync":
+        close_all()  # rsync brings its own connection; ours would idle meanwhile
+    attempts = pull_files(
+        endpoint,
+        os.path.abspath(request.local_root),
+        wants,
+        method=outcome.method or "ranged",
+        deadline=deadline,
+        append=round_ == 0,
+        bwlimit_kib=request.bwlimit_kib,
+        progress=progress if round_ == 0 else None,
+    )
+    outcome.attempts += attempts
+    if attempts[-1].error is None:
+        return False
+    message = (
+        f"the transfer did not finish after {len(attempts)} tries: "
+        f"{attempts[-1].error}; what arrived is kept, run the pull again"
+    )
+    outcome.findings.append(_finding(PULL_INCOMPLETE, message))
+    return True
 
 
 def _moved(tree: BoxTree, entry: Any) -> bool:

@@ -32,6 +32,7 @@ __all__ = [
     "BoxFile",
     "BoxRoster",
     "BoxTree",
+    "Hashed",
     "build_roster",
     "hash_files",
     "remote_program",
@@ -83,14 +84,18 @@ try:
                 files.append([rel, st.st_size, st.st_mtime_ns])
         answer(head, json.dumps({"files": files, "leftovers": left}).encode())
     else:
-        found, missing = [], []
+        found, missing, unstable = [], [], []
         for rel in req["paths"]:
             path = os.path.join(root, rel)
             if not os.path.isfile(path):
                 missing.append(rel)
                 continue
-            found.append(b.hash_file(rel, os.path.realpath(path), False))
-        answer(head, json.dumps({"files": found, "missing": missing}).encode())
+            try:
+                found.append(b.hash_file(rel, os.path.realpath(path), False))
+            except b.BuildError:  # it changed while it was read: still being written
+                unstable.append(rel)
+        doc = {"files": found, "missing": missing, "unstable": unstable}
+        answer(head, json.dumps(doc).encode())
 except b.BuildError as exc:
     answer({"ok": False, "error": exc.message, "hint": exc.hint})
     sys.exit(2)
@@ -193,17 +198,30 @@ def stat_roster(box: Box, remote_root: str, *, timeout: float = DEFAULT_TIMEOUT)
     return BoxTree(files, left, str(head["root"]))
 
 
+@dataclass(frozen=True)
+class Hashed:
+    """Roster entries by path (hashed on the box now), paths not there, paths that changed
+    while they were read (still being written)."""
+
+    entries: dict[str, dict[str, Any]]
+    missing: frozenset[str] = frozenset()
+    unstable: frozenset[str] = frozenset()
+
+
 def hash_files(
     box: Box, remote_root: str, paths: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT
-) -> tuple[dict[str, dict[str, Any]], set[str]]:
-    """Roster entries by path for ``paths`` (hashed on the box), and the ones not there."""
+) -> Hashed:
     wanted = list(paths)
     if not wanted:
-        return {}, set()
+        return Hashed({})
     request = {"mode": "hash", "root": remote_root, "paths": wanted}
     _, data = _ask(box, request, timeout, "hashing on the box")
     doc = json.loads(data)
-    return {str(e["path"]): e for e in doc["files"]}, {str(p) for p in doc["missing"]}
+    return Hashed(
+        {str(e["path"]): e for e in doc["files"]},
+        frozenset(str(p) for p in doc["missing"]),
+        frozenset(str(p) for p in doc["unstable"]),
+    )
 
 
 def remote_path(root: str, rel: str) -> str:

@@ -110,6 +110,9 @@ def meter_stop_plan(profile: Profile | None, text: str | None = None) -> MeterSt
     )
 
 
+WRITING = "writing"  # the digest of a file that changed while it was hashed on the box
+
+
 @dataclass(frozen=True)
 class BoxNow:
     """The box as it is now: every file with size, mtime and (where hashed) SHA-256."""
@@ -220,13 +223,14 @@ def read_box_now(
         for path, f in tree.files.items()
         if path in verified and (rehash or then.get(path) != (f.size, f.mtime_ns))
     ]
-    digests, _ = hash_files(box, root, wanted, timeout=timeout)
-    files = {
-        path: (f.size, f.mtime_ns, digests[path]["sha256"] if path in digests else None)
-        for path, f in tree.files.items()
-    }
+    hashed = hash_files(box, root, wanted, timeout=timeout)
+    files: dict[str, tuple[int, int, str | None]] = {}
+    for path, f in tree.files.items():
+        entry = hashed.entries.get(path)
+        sha = WRITING if path in hashed.unstable else entry["sha256"] if entry else None
+        files[path] = (f.size, f.mtime_ns, sha)
     where = root if box.name == "local" else f"{box.name}:{root}"
-    return BoxNow(where, files, tuple(sorted(tree.leftovers)), len(digests))
+    return BoxNow(where, files, tuple(sorted(tree.leftovers)), len(hashed.entries))
 
 
 def _local_rehash(root: str, marker: VerifiedMarker) -> list[Finding]:
@@ -283,6 +287,12 @@ def check_teardown(
                         change="added",
                         where=now.where,
                     )
+                )
+            elif sha == WRITING:
+                changed.append(rel)
+                message = "being written on the box right now (it changed while it was hashed)"
+                findings.append(
+                    _finding(MANIFEST_CHANGED, message, rel, change="writing", where=now.where)
                 )
             elif sha is not None and sha != then[rel]:
                 changed.append(rel)

@@ -48,7 +48,11 @@ _PARTIAL_RSYNC = {23, 24}  # some files not transferred / vanished: judged after
 # One piece of one file on the box: stdout gets at most COUNT bytes from OFFSET.
 _READER = (
     "import sys\n"
-    "f = open(sys.argv[1], 'rb'); f.seek(int(sys.argv[2])); left = int(sys.argv[3])\n"
+    "try:\n"
+    "    f = open(sys.argv[1], 'rb')\n"
+    "except FileNotFoundError:\n"
+    "    sys.exit(3)\n"
+    "f.seek(int(sys.argv[2])); left = int(sys.argv[3])\n"
     "o = sys.stdout.buffer\n"
     "while left > 0:\n"
     "    b = f.read(min(left, 1 << 20))\n"
@@ -400,6 +404,8 @@ def _read_piece(box: Box, endpoint: Endpoint, rel: str, offset: int, count: int)
     path = remote_path(endpoint.root, rel)
     script = f"exec python3 -I -S -c {shlex.quote(_READER)} {shlex.quote(path)} {offset} {count}"
     result = box.run(script, timeout=120.0, label=f"reading {rel!r}")
+    if result.exit_status == 3:
+        return b""  # gone from the box since the roster: the re-read after the pull says so
     if not result.ok:
         raise RemoteError(f"cannot read {rel!r} on {box.name}: {result.stderr_tail()}")
     return result.stdout
