@@ -92,7 +92,9 @@ def test_pull_text_says_what_it_pulled_proved_and_wrote(tmp_path: Path) -> None:
     assert (box / "PULL_MANIFEST.json").read_bytes() == (
         tmp_path / "got" / "PULL_MANIFEST.json"
     ).read_bytes()
-    ledger = [json.loads(x) for x in (tmp_path / ".rentcheck/ledger.jsonl").read_text().splitlines()]
+    ledger = [
+        json.loads(x) for x in (tmp_path / ".rentcheck/ledger.jsonl").read_text().splitlines()
+    ]
     assert [(e["gate"], e["verdict"]) for e in ledger] == [("verify", "pass"), ("pull", "pass")]
 
 
