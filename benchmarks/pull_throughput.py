@@ -1,4 +1,4 @@
-"""Pull throughput: ``rentcheck pull`` (roster + transfer + verify) vs ``rsync -a`` + ``sha256sum -c``.
+"""Pull throughput: ``rentcheck pull`` (roster, transfer, verify) vs rsync -a + sha256sum -c.
 
 Starts a real OpenSSH sshd on 127.0.0.1 (the kit the tests use; needs root, openssh-server and
 rsync), writes a tree of random files on the "box", then, in one run and on the same tree:
@@ -68,8 +68,18 @@ def baseline(lab: SshLab, box: Path, dest: Path) -> float:
 
 
 def pull_argv(lab: SshLab, box: Path, dest: Path) -> list[str]:
-    return [sys.executable, "-m", "rentcheck", "pull", f"box:{box}", str(dest),
-            "--ssh-config", str(lab.ssh_config), "--output-format", "json"]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "rentcheck",
+        "pull",
+        f"box:{box}",
+        str(dest),
+        "--ssh-config",
+        str(lab.ssh_config),
+        "--output-format",
+        "json",
+    ]
 
 
 def rentcheck_pull(lab: SshLab, box: Path, dest: Path) -> float:
@@ -97,8 +107,9 @@ def _local_bytes(root: Path) -> int:
 
 def dropped_pull(lab: SshLab, box: Path, dest: Path, total: int) -> tuple[dict[str, object], int]:
     """A pull whose connection is killed at 50 %; its JSON result and the bytes present then."""
-    proc = subprocess.Popen(pull_argv(lab, box, dest), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        pull_argv(lab, box, dest), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     at_drop = 0
     seen = threading.Event()
     while proc.poll() is None and not seen.is_set():
@@ -139,22 +150,32 @@ def main() -> int:
                 shutil.rmtree(work / f"base{i}")
                 shutil.rmtree(work / f"pull{i}")
             mib = total / MiB
-            print(f"tree: {args.files} files, {mib:.0f} MiB of random bytes; sshd on 127.0.0.1, "
-                  f"best of {args.repeat}")  # fmt: skip
-            print(f"  box sha256sum + rsync -a + sha256sum -c : {best_base:7.2f} s "
-                  f"({mib / best_base:6.1f} MiB/s)")  # fmt: skip
-            print(f"  rentcheck pull (roster+transfer+verify): {best_rc:7.2f} s "
-                  f"({mib / best_rc:6.1f} MiB/s)")  # fmt: skip
-            print(f"  ratio rentcheck / baseline             : {best_rc / best_base:7.2f}x "
-                  "(target <= 1.0)")  # fmt: skip
+            print(
+                f"tree: {args.files} files, {mib:.0f} MiB of random bytes; sshd on 127.0.0.1, "
+                f"best of {args.repeat}"
+            )
+            print(
+                f"  box sha256sum + rsync -a + sha256sum -c : {best_base:7.2f} s "
+                f"({mib / best_base:6.1f} MiB/s)"
+            )
+            print(
+                f"  rentcheck pull (roster+transfer+verify): {best_rc:7.2f} s "
+                f"({mib / best_rc:6.1f} MiB/s)"
+            )
+            print(
+                f"  ratio rentcheck / baseline             : {best_rc / best_base:7.2f}x "
+                "(target <= 1.0)"
+            )
             doc, at_drop = dropped_pull(lab, box, work / "dropped", total)
             pull = doc["pull"]
             assert isinstance(pull, dict)
             tries = pull["attempts"]
             again = sum(t["bytes"] for t in tries[1:])
-            print(f"  dropped at {100 * at_drop / total:.0f} % ({len(tries)} tries): "
-                  f"{again / MiB:.0f} MiB sent after the drop = {100 * again / total:.1f} % of "
-                  "the tree (target <= 55 %)")  # fmt: skip
+            print(
+                f"  dropped at {100 * at_drop / total:.0f} % ({len(tries)} tries): "
+                f"{again / MiB:.0f} MiB sent after the drop = {100 * again / total:.1f} % of "
+                "the tree (target <= 55 %)"
+            )
         finally:
             lab.stop()
     return 0

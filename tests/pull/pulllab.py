@@ -20,7 +20,7 @@ def make_box(root: Path, sizes: dict[str, int], seed: int = 0) -> Path:
     """Files of the given sizes (pseudo-random content) under ``root``."""
     import random
 
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # noqa: S311 - test data, not secrets
     for rel, size in sizes.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -51,8 +51,12 @@ def _train_on_box(lab: SshLab, run: Path, steps: int) -> None:
     )
     done = subprocess.run(
         ["ssh", "-F", str(lab.ssh_config), "box", command],
-        capture_output=True, text=True, timeout=300, check=False, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     assert f"done step={steps}" in done.stdout
 
@@ -94,8 +98,20 @@ def test_tinytrain_pull_and_teardown_on_a_loopback_box(lab: SshLab, tmp_path: Pa
     assert not (ckpts / "PULL_MANIFEST.json").exists()  # nothing left on the box
 
     def teardown(*extra: str) -> Ran:
-        return rentcheck("teardown", "--host", "box", "--verified", "results", "--profile",
-                         "runpod", *cfg, "--output-format", "json", *extra, cwd=project)  # fmt: skip
+        return rentcheck(
+            "teardown",
+            "--host",
+            "box",
+            "--verified",
+            "results",
+            "--profile",
+            "runpod",
+            *cfg,
+            "--output-format",
+            "json",
+            *extra,
+            cwd=project,
+        )
 
     def failing(res: Ran) -> dict[str, set[str | None]]:
         found: dict[str, set[str | None]] = {}
@@ -112,8 +128,11 @@ def test_tinytrain_pull_and_teardown_on_a_loopback_box(lab: SshLab, tmp_path: Pa
     assert td["approval"] == "--approve" and td["runs_platform_commands"] is False
     assert td["box_now"] == f"box:{ckpts}"
     assert _ledger(project) == [
-        ("verify", "pass"), ("pull", "pass"), ("teardown", "fail"), ("teardown", "pass"),
-    ]  # fmt: skip
+        ("verify", "pass"),
+        ("pull", "pass"),
+        ("teardown", "fail"),
+        ("teardown", "pass"),
+    ]
     said = approved.stderr  # with --output-format json the meter-stop block goes to stderr
     assert "destroys: container-disk (/); volume-disk (/workspace)" in said
     assert "danger clock: a stopped Pod that stays unused is removed (after 30d)" in said
@@ -128,8 +147,9 @@ def test_tinytrain_pull_and_teardown_on_a_loopback_box(lab: SshLab, tmp_path: Pa
     assert "checkpoints/ckpt-000006.pt" not in str(later)  # paths are relative to the root
     assert "ckpt-000006.pt" in later["RC802"], later
     # Pull again (it resumes: only what is new travels), and teardown passes.
-    again = rentcheck("pull", f"box:{ckpts}", "results", *cfg, "--output-format", "json",
-                      cwd=project)  # fmt: skip
+    again = rentcheck(
+        "pull", f"box:{ckpts}", "results", *cfg, "--output-format", "json", cwd=project
+    )
     assert again.returncode == 0, again.stdout
     new_bytes = (ckpts / "ckpt-000006.pt").stat().st_size
     assert report(again)["pull"]["bytes_sent"] < 2 * new_bytes + 65536
@@ -147,13 +167,22 @@ def test_tinytrain_pull_and_teardown_on_a_loopback_box(lab: SshLab, tmp_path: Pa
     assert rehashed.returncode == 0 and report(rehashed)["teardown"]["hashed_on_box"] >= 3
 
     # The same files behind a rebuilt roster with a new run id.
-    built = rentcheck("manifest", "build", "--host", "box", str(ckpts), "--run-id", "rebuilt-2",
-                      *cfg, cwd=project)  # fmt: skip
+    built = rentcheck(
+        "manifest", "build", "--host", "box", str(ckpts), "--run-id", "rebuilt-2", *cfg, cwd=project
+    )
     assert built.returncode == 0, built.stderr
     assert teardown("--approve").returncode == 0
-    via_file = rentcheck("teardown", "--manifest-now", str(ckpts / "PULL_MANIFEST.json"),
-                         "--verified", "results", "--profile", "runpod", "--approve",
-                         cwd=project)  # fmt: skip
+    via_file = rentcheck(
+        "teardown",
+        "--manifest-now",
+        str(ckpts / "PULL_MANIFEST.json"),
+        "--verified",
+        "results",
+        "--profile",
+        "runpod",
+        "--approve",
+        cwd=project,
+    )
     assert via_file.returncode == 0, via_file.stdout
 
     # A local file modified after verify.

@@ -60,8 +60,18 @@ def test_local_pull_brings_verifies_and_leaves_nothing_on_the_box(
     tmp_path: Path, method: str
 ) -> None:
     box = make_box(tmp_path / "box", {"ckpt/a.bin": 3 * MiB, "ckpt/b.bin": 5000, "log.txt": 10})
-    res = rentcheck("pull", "--host", "local", str(box), "got", "--method", method,
-                    "--output-format", "json", cwd=tmp_path)  # fmt: skip
+    res = rentcheck(
+        "pull",
+        "--host",
+        "local",
+        str(box),
+        "got",
+        "--method",
+        method,
+        "--output-format",
+        "json",
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     doc = report(res)
     pull = doc["pull"]
@@ -72,12 +82,21 @@ def test_local_pull_brings_verifies_and_leaves_nothing_on_the_box(
     _same_tree(box, tmp_path / "got")
     assert (tmp_path / "got" / "PULL_VERIFIED.json").is_file()
     marker = json.loads((tmp_path / "got" / "PULL_VERIFIED.json").read_text())
-    assert marker["source"] == {"host": "local", "remote_root": str(box),
-                                "run_id": pull["run_id"]}  # fmt: skip
+    assert marker["source"] == {"host": "local", "remote_root": str(box), "run_id": pull["run_id"]}
     assert sorted(p.name for p in box.rglob("*")) == ["a.bin", "b.bin", "ckpt", "log.txt"]
     # Again: nothing is sent twice.
-    again = rentcheck("pull", "--host", "local", str(box), "got", "--method", method,
-                      "--output-format", "json", cwd=tmp_path)  # fmt: skip
+    again = rentcheck(
+        "pull",
+        "--host",
+        "local",
+        str(box),
+        "got",
+        "--method",
+        method,
+        "--output-format",
+        "json",
+        cwd=tmp_path,
+    )
     assert again.returncode == 0 and report(again)["pull"]["bytes_sent"] == 0
 
 
@@ -124,8 +143,14 @@ def _lying_python(bin_dir: Path, roster: dict[str, object], root: str) -> None:
 
 def _roster(path: str) -> dict[str, object]:
     entry = {"path": path, "size": 4, "mtime_ns": 1, "sha256": "ab" * 32}
-    return {"schema": "rentcheck/manifest/v1", "run_id": "r1", "created_at": "2026-01-01T00:00:00+00:00",
-            "host": "evil", "files": [entry], "leftovers": []}  # fmt: skip
+    return {
+        "schema": "rentcheck/manifest/v1",
+        "run_id": "r1",
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "host": "evil",
+        "files": [entry],
+        "leftovers": [],
+    }
 
 
 @pytest.mark.parametrize("hostile", ["../outside.txt", "/tmp/absolute.txt", "a/../../x"])
@@ -172,12 +197,25 @@ def test_pull_killed_mid_transfer_resumes_without_resending_complete_files(
     box = make_box(tmp_path / "box", sizes)
     got = tmp_path / "got"
     proc = start_rentcheck(
-        "pull", f"box:{box}", str(got), "--ssh-config", str(lab.ssh_config), "--method", method,
-        "--bwlimit", "2048", "--output-format", "json", cwd=tmp_path,
-    )  # fmt: skip
+        "pull",
+        f"box:{box}",
+        str(got),
+        "--ssh-config",
+        str(lab.ssh_config),
+        "--method",
+        method,
+        "--bwlimit",
+        "2048",
+        "--output-format",
+        "json",
+        cwd=tmp_path,
+    )
     first, second = got / "ckpt/step1.bin", got / "ckpt/step2.bin"
-    wait_for(lambda: size_of(first) == 2 * MiB and 0 < size_of(second) < 3 * MiB,
-             "the pull never got into the second file", 120)  # fmt: skip
+    wait_for(
+        lambda: size_of(first) == 2 * MiB and 0 < size_of(second) < 3 * MiB,
+        "the pull never got into the second file",
+        120,
+    )
     assert kill_sshd_children(lab) >= 1
     out, err = proc.communicate(timeout=180)
     assert proc.returncode == 0, out + err
@@ -196,14 +234,36 @@ def test_pull_killed_mid_transfer_resumes_without_resending_complete_files(
 def test_ranged_pull_over_ssh_and_manifest_build_on_the_box(lab: SshLab, tmp_path: Path) -> None:
     box = make_box(tmp_path / "box", {"a.bin": 9 * MiB + 3, "b/c.bin": 7})
     cfg = str(lab.ssh_config)
-    res = rentcheck("manifest", "build", "--host", "box", str(box), "--ssh-config", cfg,
-                    "--run-id", "run-7", cwd=tmp_path)  # fmt: skip
+    res = rentcheck(
+        "manifest",
+        "build",
+        "--host",
+        "box",
+        str(box),
+        "--ssh-config",
+        cfg,
+        "--run-id",
+        "run-7",
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr
     assert f"wrote box:{box}/PULL_MANIFEST.json: 2 files" in res.stdout
     doc = json.loads((box / "PULL_MANIFEST.json").read_text())
     assert doc["run_id"] == "run-7" and doc["totals"]["files"] == 2
-    res = rentcheck("pull", "--host", "box", str(box), "got", "--ssh-config", cfg,
-                    "--method", "ranged", "--output-format", "json", cwd=tmp_path)  # fmt: skip
+    res = rentcheck(
+        "pull",
+        "--host",
+        "box",
+        str(box),
+        "got",
+        "--ssh-config",
+        cfg,
+        "--method",
+        "ranged",
+        "--output-format",
+        "json",
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr
     assert report(res)["pull"]["bytes_sent"] == 9 * MiB + 10
     _same_tree(box, tmp_path / "got")
@@ -212,10 +272,22 @@ def test_ranged_pull_over_ssh_and_manifest_build_on_the_box(lab: SshLab, tmp_pat
 def test_file_that_changes_during_the_pull_is_pulled_again(tmp_path: Path) -> None:
     box = make_box(tmp_path / "box", {"a.bin": 1 * MiB, "b.bin": 3 * MiB})
     got = tmp_path / "got"
-    proc = start_rentcheck("pull", f"local:{box}", str(got), "--method", "ranged",
-                           "--bwlimit", "2048", "--output-format", "json", cwd=tmp_path)  # fmt: skip
-    wait_for(lambda: size_of(got / "a.bin") == MiB and size_of(got / "b.bin") > 0,
-             "the pull never reached b.bin")  # fmt: skip
+    proc = start_rentcheck(
+        "pull",
+        f"local:{box}",
+        str(got),
+        "--method",
+        "ranged",
+        "--bwlimit",
+        "2048",
+        "--output-format",
+        "json",
+        cwd=tmp_path,
+    )
+    wait_for(
+        lambda: size_of(got / "a.bin") == MiB and size_of(got / "b.bin") > 0,
+        "the pull never reached b.bin",
+    )
     with open(box / "a.bin", "ab") as handle:  # the run appends while b.bin is in flight
         handle.write(b"later bytes")
     out, err = proc.communicate(timeout=120)
@@ -239,8 +311,18 @@ def test_file_still_being_written_is_reported_and_a_vanished_one_too(tmp_path: P
             with open(box / "growing.log", "ab") as handle:
                 handle.write(b"step\n")
 
-    proc = start_rentcheck("pull", f"local:{box}", str(got), "--method", "ranged",
-                           "--bwlimit", "2048", "--output-format", "json", cwd=tmp_path)  # fmt: skip
+    proc = start_rentcheck(
+        "pull",
+        f"local:{box}",
+        str(got),
+        "--method",
+        "ranged",
+        "--bwlimit",
+        "2048",
+        "--output-format",
+        "json",
+        cwd=tmp_path,
+    )
     thread = threading.Thread(target=writer)
     thread.start()
     try:
@@ -267,9 +349,22 @@ def test_a_box_that_stays_gone_ends_the_pull_at_the_deadline(tmp_path: Path) -> 
     try:
         box = make_box(tmp_path / "box", {"a.bin": 3 * MiB})
         got = tmp_path / "got"
-        proc = start_rentcheck("pull", f"box:{box}", str(got), "--ssh-config",
-                               str(own.ssh_config), "--method", "ranged", "--bwlimit", "1024",
-                               "--deadline", "4s", "--output-format", "json", cwd=tmp_path)  # fmt: skip
+        proc = start_rentcheck(
+            "pull",
+            f"box:{box}",
+            str(got),
+            "--ssh-config",
+            str(own.ssh_config),
+            "--method",
+            "ranged",
+            "--bwlimit",
+            "1024",
+            "--deadline",
+            "4s",
+            "--output-format",
+            "json",
+            cwd=tmp_path,
+        )
         wait_for(lambda: size_of(got / "a.bin") > 0, "the pull never started")
         own.stop()
         out, err = proc.communicate(timeout=120)
