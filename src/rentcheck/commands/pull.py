@@ -449,105 +449,38 @@ def _what_verify_proved(result: Any) -> str:
 
 def run_teardown(args: argparse.Namespace) -> int:
     from rentcheck.commands.finish import finish, force_reason
-    from rentcheck.errors import FormatError, RemoteError, UsageError
-    from rentcheck.gates.judge import GateResult
     from rentcheck.gates.rules import ORDER_RULES
     from rentcheck.gates.run import GateRun
     from rentcheck.pull.rules import RULES_BY_CODE
-    from rentcheck.pull.settings import teardown_settings
-    from rentcheck.pull.teardown import check_teardown, describe, meter_stop_plan
+    from rentcheck.pull.teardown_gate import (
+        TeardownRequest,
+        teardown_manifest,
+        teardown_result,
+        verified_dir,
+    )
     from rentcheck.pull.teardown_rules import TEARDOWN_RULES_BY_CODE
 
-    verified = args.verified if os.path.isdir(args.verified) else os.path.dirname(args.verified)
-    config = _config(args, untrusted=(verified or ".",))
+    config = _config(args, untrusted=(verified_dir(args.verified),))
     reason = force_reason(args)
-    settings = teardown_settings(config, {"profile": args.profile, "meter_stop": args.meter_stop})
-    if settings.profile is None and settings.meter_stop is None:
-        raise UsageError(
-            "teardown needs the platform: --profile NAME (see `rentcheck profiles`)",
-            hint="or describe the meter-stop action with --meter-stop TEXT",
-        )
-    if args.host is None and args.manifest_now is None:
-        raise UsageError(
-            "teardown re-reads the box as it is now: --host HOST (or local)",
-            hint="or --manifest-now FILE, a PULL_MANIFEST.json rebuilt on the box just now",
-        )
-    profile = None
-    if settings.profile is not None:
-        from rentcheck.profiles import load_profile
-
-        profile = load_profile(settings.profile, config)
-    plan = meter_stop_plan(profile, settings.meter_stop)
-    from rentcheck.pull.teardown import marker_path, read_marker
-
-    marker, _ = read_marker(args.verified)
-    manifest = None if marker is None else "sha256:" + marker.manifest_sha256
-    run = GateRun(config, "teardown", host=args.host, manifest=manifest, force_reason=reason)
-    order_met = run.precheck()
-    now, unreadable = None, None
-    try:
-        now = _box_now(args, marker)
-    except (RemoteError, UsageError, FormatError) as exc:
-        unreadable = str(exc)
-    result = check_teardown(
-        args.verified, now, plan, approved=args.approve, unreadable=unreadable, rehash=args.rehash
-    )
-    approval = "--approve" if args.approve else None
-    asked = result.ready_but_unapproved and order_met and _can_ask(config)
-    if asked and _typed_verb(plan.verb, plan.action):
-        approval = f"typed {plan.verb!r}"
-        result = check_teardown(
-            args.verified, now, plan, approved=True, unreadable=unreadable, rehash=args.rehash
-        )
-    evidence: dict[str, str] = {"manifest": manifest} if manifest else {}
-    if result.passed and approval:
-        evidence["approval"] = approval
-        evidence["marker"] = "sha256:" + _file_sha256(marker_path(args.verified)[0])
-    gate = GateResult(
-        "teardown",
-        list(result.findings),
-        extras={"teardown": {**result.to_dict(), "approval": approval}},
-        files_checked=result.files_checked,
+    request = TeardownRequest(
+        verified=args.verified,
         host=args.host,
-        profile=settings.profile,
-        evidence=evidence,
-        headline=(describe(result, order_met=order_met).rstrip("\n"),),
+        manifest_now=args.manifest_now,
+        remote_root=args.remote_root,
+        profile=args.profile,
+        meter_stop=args.meter_stop,
+        approve=args.approve,
+        rehash=args.rehash,
+        ssh_config=args.ssh_config,
+        connect_timeout=args.connect_timeout,
+        timeout=args.timeout,
     )
+    manifest = teardown_manifest(request)
+    run = GateRun(config, "teardown", host=args.host, manifest=manifest, force_reason=reason)
+    ask = _typed_verb if _can_ask(config) else None
+    gate = teardown_result(config, request, run, ask=ask)
     rules = {**RULES_BY_CODE, **TEARDOWN_RULES_BY_CODE, **{r.code: r for r in ORDER_RULES}}
     return finish(args, run, gate, command="teardown", rules=rules)
-
-
-def _box_now(args: argparse.Namespace, marker: Any) -> Any:
-    """The box as it is now, from ``--manifest-now`` or re-read over SSH."""
-    from rentcheck.errors import UsageError
-    from rentcheck.pull.teardown import (
-        box_now_from_manifest,
-        marker_path,
-        pulled_roster,
-        read_box_now,
-    )
-
-    if args.manifest_now is not None:
-        return box_now_from_manifest(args.manifest_now)
-    if marker is None:
-        return None  # nothing to compare with: RC801 says so
-    root = args.remote_root
-    if root is None and marker is not None:
-        root = (marker.raw.get("source") or {}).get("remote_root")
-    if not root:
-        raise UsageError(
-            "the marker does not say where the files are on the box (it was not written by "
-            "`rentcheck pull`)",
-            hint="pass --remote-root PATH",
-        )
-    from rentcheck.box.transport import close_all, open_box
-
-    pulled = pulled_roster(marker_path(args.verified)[1], marker)
-    try:
-        box = open_box(args.host, ssh_config=args.ssh_config, connect_timeout=args.connect_timeout)
-        return read_box_now(box, root, marker, pulled, rehash=args.rehash, timeout=args.timeout)
-    finally:
-        close_all()
 
 
 def _can_ask(config: Config) -> bool:
@@ -555,14 +488,14 @@ def _can_ask(config: Config) -> bool:
     return text and sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def _typed_verb(verb: str, action: str) -> bool:
+def _typed_verb(plan: Any) -> bool:
     """Ask the person to type the platform's verb; True only for exactly that word."""
     sys.stderr.write(
-        f"Stopping the meter means: {action}. rentcheck will not run it.\n"
-        f"Type {verb!r} to approve it (anything else refuses): "
+        f"Stopping the meter means: {plan.action}. rentcheck will not run it.\n"
+        f"Type {plan.verb!r} to approve it (anything else refuses): "
     )
     sys.stderr.flush()
-    return sys.stdin.readline().strip() == verb
+    return bool(sys.stdin.readline().strip() == plan.verb)
 
 
 def _source(args: argparse.Namespace) -> tuple[str, str]:

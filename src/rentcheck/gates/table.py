@@ -168,6 +168,7 @@ GATES: tuple[Gate, ...] = (
         cli_module="pull",
         section="pull",
         rules=("rentcheck.pull.transfer_rules", "PULL_GATE_RULES"),
+        pytest_module="rentcheck.pull.pytest_pull",
         evidence=("manifest",),
     ),
     Gate(
@@ -190,6 +191,7 @@ GATES: tuple[Gate, ...] = (
         cli_module="pull",
         section="teardown",
         rules=("rentcheck.pull.teardown_rules", "TEARDOWN_RULES"),
+        pytest_module="rentcheck.pull.pytest_pull",
         evidence=("manifest",),
         requires=(Requirement("verify", ("manifest",)),),
         settings="rentcheck.pull.settings:teardown_settings",
