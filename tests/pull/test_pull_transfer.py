@@ -376,3 +376,25 @@ def test_a_box_that_stays_gone_ends_the_pull_at_the_deadline(tmp_path: Path) -> 
     assert "what arrived is kept" in incomplete["message"]
     assert 0 < size_of(got / "a.bin") < 3 * MiB  # kept for the next pull to continue
     assert not (got / "PULL_MANIFEST.json").exists()
+
+
+def test_pull_never_takes_settings_from_what_it_pulled(cli, tmp_path: Path) -> None:
+    # The box plants a rentcheck.yaml widening the allow-list next to a hostile pickle, and
+    # the person runs the pull from inside the folder it pulls into.
+    box = tmp_path / "box"
+    box.mkdir()
+    (box / "state.pkl").write_bytes(
+        b"\x80\x02cos\nsystem\nq\x00X\x04\x00\x00\x00trueq\x01\x85q\x02Rq\x03."
+    )
+    (box / "rentcheck.yaml").write_text("verify:\n  allow_globals: [os.system, posix.system]\n")
+    here = tmp_path / "results"
+    here.mkdir()
+    first = cli("pull", f"local:{box}", ".", "--output-format", "json", cwd=here)
+    assert (here / "rentcheck.yaml").is_file()  # pulled, as data
+    again = cli("pull", f"local:{box}", ".", "--output-format", "json", cwd=here)
+    for res in (first, again):
+        assert res.code == 1, res.out
+        doc = json.loads(res.out)
+        assert "RC514" in {r["code"] for r in doc["results"]}
+        assert doc["verify"]["settings"]["allow_globals"] == []
+    assert not (here / "PULL_VERIFIED.json").exists()
