@@ -1,4 +1,4 @@
-"""``rentcheck manifest build|check``, ``rentcheck verify`` and ``rentcheck teardown``.
+"""``rentcheck manifest build|check``, ``pull``, ``verify`` and ``teardown``.
 
 Exit codes as everywhere: 0 pass, 1 findings at or above --fail-level, 2 refused or unusable
 input (one line on stderr). ``manifest build`` writes the manifest even when it reports
@@ -100,10 +100,11 @@ def add_parsers(
         parents=[common],
         help="the Iron Law: pass only if the pull is verified against the box as it is now, "
         "and the meter-stop action is approved",
-        description="Never runs a platform command. Passes only when LOCAL_ROOT/"
-        "PULL_VERIFIED.json names the same manifest digest as --manifest-now, every verified "
-        "file still has its size, and --approve is given after reading what the meter-stop "
-        "action destroys.",
+        description="Never runs a platform command, never deletes. Re-reads the box now "
+        "(--host) and compares it file by file, by content, with LOCAL_ROOT/PULL_VERIFIED.json: "
+        "passes only when nothing was added or changed on the box since the pull, no local "
+        "file changed since verify, and the meter-stop action was approved (--approve, or "
+        "typing the platform's verb on a terminal) after reading what it destroys.",
     )
     teardown.add_argument(
         "--verified", required=True, metavar="LOCAL_ROOT", help="the verified pull (or its marker)"
