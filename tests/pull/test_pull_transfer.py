@@ -398,3 +398,54 @@ def test_pull_never_takes_settings_from_what_it_pulled(cli, tmp_path: Path) -> N
         assert "RC514" in {r["code"] for r in doc["results"]}
         assert doc["verify"]["settings"]["allow_globals"] == []
     assert not (here / "PULL_VERIFIED.json").exists()
+
+
+def test_teardown_on_a_terminal_passes_only_when_the_verb_is_typed(tmp_path: Path) -> None:
+    import pty
+    import subprocess
+    import sys
+
+    box = make_box(tmp_path / "box", {"a.bin": 100})
+    assert rentcheck("pull", f"local:{box}", "got", cwd=tmp_path).returncode == 0
+
+    def on_a_terminal(typed: bytes) -> tuple[int, str]:
+        controller, terminal = pty.openpty()
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rentcheck",
+                "teardown",
+                "--host",
+                "local",
+                "--verified",
+                "got",
+                "--profile",
+                "vastai",
+            ],
+            cwd=tmp_path,
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+        )
+        os.close(terminal)
+        said = b""
+        while b"to approve it" not in said:
+            said += os.read(controller, 4096)
+        os.write(controller, typed)
+        out, _ = proc.communicate(timeout=60)
+        os.close(controller)
+        return proc.returncode, (said + out).decode()
+
+    code, text = on_a_terminal(b"yes\n")
+    assert code == 1 and "Type 'destroy' to approve it" in text and "RC804" in text
+    code, text = on_a_terminal(b"destroy\n")
+    assert code == 0, text
+    assert "teardown gate passed" in text
+    ledger = [
+        json.loads(x) for x in (tmp_path / ".rentcheck/ledger.jsonl").read_text().splitlines()
+    ]
+    assert [e["evidence"].get("approval") for e in ledger if e["gate"] == "teardown"] == [
+        None,
+        "typed 'destroy'",
+    ]
