@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rentcheck.pull.manifest import load_manifest
-from rentcheck.pull.teardown import check_teardown, meter_stop_plan
+from rentcheck.pull.teardown import box_now_from_manifest, check_teardown, meter_stop_plan
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_without_approve_it_fails_saying_what_would_be_destroyed(verified, cli) 
     assert td["passed"] is False and td["approved"] is False
     assert td["meter_stop"]["action"] == "destroy" and td["meter_stop"]["irreversible"] is True
     assert td["runs_platform_commands"] is False
-    assert td["manifest_sha256"]["verified"] == td["manifest_sha256"]["now"]
+    assert td["added_on_box"] == [] and td["changed_on_box"] == []
 
 
 def test_reversible_platform_has_no_irreversible_note(verified, cli) -> None:
@@ -68,13 +68,13 @@ def test_missing_marker_fails(pulled: Path, cli) -> None:
     res = teardown(cli, pulled, pulled / "PULL_MANIFEST.json", "--profile", "runpod",
                    "--approve", "--output-format", "json")  # fmt: skip
     assert res.code == 1
-    assert codes(res) == {"RC801", "RC805"}
+    assert codes(res) == {"RC801", "RC805", "RC910"}  # RC910: no verify in the ledger either
     [missing] = [r for r in json.loads(res.out)["results"] if r["code"] == "RC801"]
     assert "no verified pull" in missing["message"]
     assert missing["path"] == str(pulled / "PULL_VERIFIED.json")
 
 
-def test_changed_manifest_digest_fails_and_says_what_changed(verified, cli, tmp_path) -> None:
+def test_a_file_new_on_the_box_fails_named(verified, cli, tmp_path) -> None:
     root, now = verified
     doc = json.loads(now.read_text())
     doc["files"].append({"path": "ckpt/step_9000.pt", "size": 5, "mtime_ns": 1,
@@ -83,25 +83,39 @@ def test_changed_manifest_digest_fails_and_says_what_changed(verified, cli, tmp_
     now.write_text(json.dumps(doc))
     res = teardown(cli, root, now, "--profile", "runpod", "--approve", "--output-format", "json")
     assert res.code == 1
-    [changed] = [r for r in json.loads(res.out)["results"] if r["code"] == "RC802"]
-    assert "1 new on the box, e.g. 'ckpt/step_9000.pt'" in changed["message"]
-    assert changed["details"]["now"] == load_manifest(now).sha256
+    [added] = [r for r in json.loads(res.out)["results"] if r["code"] == "RC802"]
+    assert added["path"] == "ckpt/step_9000.pt" and added["details"]["change"] == "added"
+    assert "added on the box since the pull (5 bytes)" in added["message"]
+    assert json.loads(res.out)["teardown"]["added_on_box"] == ["ckpt/step_9000.pt"]
 
 
-def test_rebuilt_manifest_with_same_files_still_fails(verified, cli, tmp_path) -> None:
+def test_a_file_changed_on_the_box_fails_named(verified, cli) -> None:
     root, now = verified
-    # created_at has whole seconds: a rebuild within the same second would be the very same
-    # bytes, i.e. the verified manifest itself. Rebuild in a later second.
+    doc = json.loads(now.read_text())
+    doc["files"][0]["sha256"] = "cd" * 32
+    now.write_text(json.dumps(doc))
+    res = teardown(cli, root, now, "--profile", "runpod", "--approve", "--output-format", "json")
+    assert res.code == 1
+    [changed] = [r for r in json.loads(res.out)["results"] if r["code"] == "RC802"]
+    assert changed["path"] == doc["files"][0]["path"]
+    assert changed["details"]["change"] == "changed"
+
+
+def test_rebuilt_manifest_with_same_files_and_a_new_run_id_passes(verified, cli, tmp_path) -> None:
+    # The bug this gate had: a rebuilt roster (new run id, new created_at) always failed.
+    root, now = verified
     built = load_manifest(now).created_at.timestamp()
-    while time.time() < built + 1:
+    while time.time() < built + 1:  # a later second: other bytes, other digest
         time.sleep(0.05)
     other = tmp_path / "rebuilt.json"
     assert (
-        cli("manifest", "build", str(root), "--manifest", str(other), "--run-id", "run-0001").code
+        cli("manifest", "build", str(root), "--manifest", str(other), "--run-id", "run-0002").code
         == 0
     )
+    assert load_manifest(other).sha256 != load_manifest(now).sha256
     res = teardown(cli, root, other, "--profile", "runpod", "--approve", "--output-format", "json")
-    assert res.code == 1 and "RC802" in codes(res)
+    assert res.code == 0, res.out
+    assert codes(res) == {"RC805"}
 
 
 def test_drifted_sizes_fail_naming_each_file(verified, cli) -> None:
@@ -173,6 +187,8 @@ def test_profile_from_the_teardown_section(verified, cli, tmp_path) -> None:
 def test_check_teardown_api_reads_only(verified) -> None:
     root, now = verified
     before = sorted(p.name for p in root.rglob("*"))
-    result = check_teardown(root, now, meter_stop_plan(None, "shutdown -h now"), approved=True)
+    box_now = box_now_from_manifest(str(now))
+    plan = meter_stop_plan(None, "shutdown -h now")
+    result = check_teardown(root, box_now, plan, approved=True)
     assert result.passed and result.files_checked > 10
     assert sorted(p.name for p in root.rglob("*")) == before

@@ -1,4 +1,4 @@
-"""``rentcheck manifest build|check``, ``rentcheck verify`` and ``rentcheck teardown``.
+"""``rentcheck manifest build|check``, ``pull``, ``verify`` and ``teardown``.
 
 Exit codes as everywhere: 0 pass, 1 findings at or above --fail-level, 2 refused or unusable
 input (one line on stderr). ``manifest build`` writes the manifest even when it reports
@@ -38,6 +38,12 @@ def add_parsers(
         "leftovers (RC510), 2 refused (symlink leaving ROOT, device file, non-UTF-8 name).",
     )
     build.add_argument("root", metavar="ROOT", help="the run's result directory")
+    build.add_argument(
+        "--host",
+        help="build it on this box (an ssh alias, or local) over one SSH exec: the stdlib "
+        "builder goes on stdin, ROOT/PULL_MANIFEST.json is written there",
+    )
+    _connection_options(build)
     build.add_argument(
         # `-o` is the report file here too, as in every command; the manifest is --manifest
         # (as in verify). --output, its old long name, still works.
@@ -87,25 +93,44 @@ def add_parsers(
     )
     verify.set_defaults(handler=run_verify)
 
+    _add_pull_parser(sub, common)
+
     teardown = sub.add_parser(
         "teardown",
         parents=[common],
         help="the Iron Law: pass only if the pull is verified against the box as it is now, "
         "and the meter-stop action is approved",
-        description="Never runs a platform command. Passes only when LOCAL_ROOT/"
-        "PULL_VERIFIED.json names the same manifest digest as --manifest-now, every verified "
-        "file still has its size, and --approve is given after reading what the meter-stop "
-        "action destroys.",
+        description="Never runs a platform command, never deletes. Re-reads the box now "
+        "(--host) and compares it file by file, by content, with LOCAL_ROOT/PULL_VERIFIED.json: "
+        "passes only when nothing was added or changed on the box since the pull, no local "
+        "file changed since verify, and the meter-stop action was approved (--approve, or "
+        "typing the platform's verb on a terminal) after reading what it destroys.",
     )
     teardown.add_argument(
         "--verified", required=True, metavar="LOCAL_ROOT", help="the verified pull (or its marker)"
     )
-    teardown.add_argument(
-        "--manifest-now",
-        required=True,
-        metavar="FILE",
-        help="PULL_MANIFEST.json as copied from the box just now",
+    now = teardown.add_mutually_exclusive_group()
+    now.add_argument(
+        "--host",
+        help="re-read the box now over SSH (an ssh alias, or local): sizes and mtimes of every "
+        "file, SHA-256 of any that differ",
     )
+    now.add_argument(
+        "--manifest-now",
+        metavar="FILE",
+        help="instead of --host: PULL_MANIFEST.json rebuilt on the box just now",
+    )
+    teardown.add_argument(
+        "--remote-root",
+        metavar="PATH",
+        help="the result directory on the box (default: the one the pull recorded)",
+    )
+    teardown.add_argument(
+        "--rehash",
+        action="store_true",
+        help="hash every file on the box and here, not only those whose size or mtime differ",
+    )
+    _connection_options(teardown)
     teardown.add_argument("--profile", metavar="NAME", help="platform profile (teardown.profile)")
     teardown.add_argument(
         "--meter-stop", metavar="TEXT", help="the meter-stop action in your words (no profile)"
@@ -117,6 +142,55 @@ def add_parsers(
 
     add_force_options(teardown)
     teardown.set_defaults(handler=run_teardown)
+
+
+def _connection_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("connection")
+    g.add_argument("--ssh-config", metavar="FILE", help="ssh_config to resolve aliases with")
+    g.add_argument("--connect-timeout", type=float, metavar="S", help="TCP and auth timeout (10)")
+    g.add_argument(
+        "--timeout", type=float, default=900.0, metavar="S",
+        help="server-side limit of one roster step on the box (900)",
+    )  # fmt: skip
+
+
+def _add_pull_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    pull = sub.add_parser(
+        "pull",
+        parents=[common],
+        help="bring a run's results home: roster on the box, resumable transfer, verify",
+        description="Build the roster on the box (nothing installed or left there), refuse "
+        "any path that would land outside LOCAL_ROOT, transfer with resume (rsync "
+        "--partial --append-verify when both ends have rsync, else ranged reads), retry "
+        "within --deadline, pull again what changed meanwhile, then verify and write "
+        "LOCAL_ROOT/PULL_VERIFIED.json. Exit 0 verified, 1 findings, 2 unusable input.",
+    )
+    pull.add_argument("source", metavar="HOST:REMOTE_ROOT", help="or REMOTE_ROOT with --host")
+    pull.add_argument("root", metavar="LOCAL_ROOT", help="where the files go (created)")
+    pull.add_argument("--host", help="the box (an ssh alias, or local) when SOURCE has no HOST:")
+    pull.add_argument(
+        "--method", choices=("auto", "rsync", "ranged"), default="auto",
+        help="auto: rsync when both ends have it, else ranged reads over SSH",
+    )  # fmt: skip
+    pull.add_argument(
+        "--deadline", default="6h", metavar="AGE",
+        help="give up retrying after this long in all (90s, 30m, 6h; default 6h)",
+    )  # fmt: skip
+    pull.add_argument("--bwlimit", type=int, metavar="KIB_S", help="cap the rate (KiB/s)")
+    pull.add_argument(
+        "--write-manifest", action="store_true",
+        help="also leave REMOTE_ROOT/PULL_MANIFEST.json on the box (default: nothing written)",
+    )  # fmt: skip
+    pull.add_argument("--run-id", metavar="ID", help="the roster's run id (default: time-random)")
+    pull.add_argument("--expect-run-id", metavar="ID", help="fail unless the roster is for ID")
+    pull.add_argument("--deep", action="store_true", default=None, help="as in verify")
+    pull.add_argument("--jobs", type=int, metavar="N", help="files verified at once")
+    pull.add_argument("--allow-global", action="append", metavar="MODULE.NAME",
+                      help="as in verify (repeatable)")  # fmt: skip
+    _connection_options(pull)
+    pull.set_defaults(handler=run_pull)
 
 
 def _help(parser: argparse.ArgumentParser) -> int:
@@ -138,10 +212,10 @@ def _config(args: argparse.Namespace, untrusted: tuple[str, ...] = ()) -> Config
 
 def run_build(args: argparse.Namespace) -> int:
     from rentcheck.pull.manifest import build_manifest_file
-    from rentcheck.pull.progress import human_bytes
-    from rentcheck.pull.rules import LEFTOVER_PARTIAL, RULES_BY_CODE
 
     config = _config(args)
+    if args.host is not None:
+        return _build_on_box(args, config)
     path, doc = build_manifest_file(
         args.root,
         args.manifest_file,
@@ -149,6 +223,45 @@ def run_build(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         with_blake3=not args.no_blake3,
     )
+    digest = "sha256:" + _file_sha256(str(path))
+    return _report_build(args, config, str(path), dict(doc), digest)
+
+
+def _build_on_box(args: argparse.Namespace, config: Config) -> int:
+    """``manifest build --host H ROOT``: the builder runs on the box over one exec and writes
+    ROOT/PULL_MANIFEST.json there; the roster's bytes come back for the summary."""
+    import hashlib
+    import json
+    import posixpath
+
+    from rentcheck.box.transport import close_all, open_box
+    from rentcheck.errors import UsageError
+    from rentcheck.pull.remote_roster import build_roster
+
+    if args.manifest_file is not None:
+        raise UsageError(
+            "--manifest is for a local build; with --host the manifest is ROOT/"
+            f"{_MANIFEST} on the box",
+            hint="drop --manifest (then `rentcheck pull` brings it home)",
+        )
+    try:
+        box = open_box(args.host, ssh_config=args.ssh_config, connect_timeout=args.connect_timeout)
+        roster = build_roster(box, args.root, run_id=args.run_id, write=True, timeout=args.timeout)
+    finally:
+        close_all()
+    doc = json.loads(roster.data)
+    where = posixpath.join(roster.root, _MANIFEST)
+    where = where if args.host == "local" else f"{args.host}:{where}"
+    digest = "sha256:" + hashlib.sha256(roster.data).hexdigest()
+    return _report_build(args, config, where, doc, digest)
+
+
+def _report_build(
+    args: argparse.Namespace, config: Config, where: str, doc: dict[str, Any], digest: str
+) -> int:
+    from rentcheck.pull.progress import human_bytes
+    from rentcheck.pull.rules import LEFTOVER_PARTIAL, RULES_BY_CODE
+
     rule = RULES_BY_CODE[LEFTOVER_PARTIAL]
     findings = [
         rule.finding(
@@ -160,26 +273,25 @@ def run_build(args: argparse.Namespace) -> int:
     ]
     totals = doc["totals"]
     wrote = (
-        f"wrote {path}: {totals['files']} files, {human_bytes(totals['bytes'])}, "
+        f"wrote {where}: {totals['files']} files, {human_bytes(totals['bytes'])}, "
         f"run {doc['run_id']}"
     )
     from rentcheck.commands.finish import finish
     from rentcheck.gates.judge import GateResult
     from rentcheck.gates.run import GateRun
 
-    manifest_digest = "sha256:" + _file_sha256(str(path))
     result = GateResult(
         "pull",
         findings,
-        extras={"manifest": {"path": str(path), "run_id": doc["run_id"], "totals": totals}},
+        extras={"manifest": {"path": where, "run_id": doc["run_id"], "totals": totals}},
         files_checked=totals["files"],
-        evidence={"manifest": manifest_digest},
+        evidence={"manifest": digest},
         headline=(wrote,),
         # It hashes; it checks nothing yet. Say what it did and what proves the copy.
         proved="Roster written; nothing is verified until `rentcheck verify` checks the "
         "pulled copy against it.",
     )
-    run = GateRun(config, "pull", manifest=manifest_digest)
+    run = GateRun(config, "pull", manifest=digest)
     return finish(args, run, result, command="manifest build", rules=RULES_BY_CODE)
 
 
@@ -222,6 +334,26 @@ def run_check(args: argparse.Namespace) -> int:
 
 def run_verify(args: argparse.Namespace) -> int:
     from rentcheck.commands.finish import show
+    from rentcheck.pull.rules import RULES_BY_CODE
+
+    config = _config(args, untrusted=(args.root,))
+    run, gate, verdict = verify_and_mark(
+        args, config, args.root, manifest=args.manifest, expected_run_id=args.expect_run_id
+    )
+    return show(args, run, gate, verdict, command="verify", rules=RULES_BY_CODE)
+
+
+def verify_and_mark(
+    args: argparse.Namespace,
+    config: Config,
+    root: str,
+    *,
+    manifest: str | None = None,
+    expected_run_id: str | None = None,
+    marker_extra: dict[str, Any] | None = None,
+) -> tuple[Any, Any, Any]:
+    """The verify gate on ``root``: judged, PULL_VERIFIED.json written when it passes,
+    recorded in the ledger; (run, result, verdict) for the caller to show."""
     from rentcheck.gates.judge import GateResult
     from rentcheck.gates.run import GateRun
     from rentcheck.output import use_color
@@ -234,7 +366,6 @@ def run_verify(args: argparse.Namespace) -> int:
     # numpy's BLAS starts a pool of spinning threads at import; verify never multiplies a
     # matrix, and those threads cost the hashing workers CPU (this process only).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    config = _config(args, untrusted=(args.root,))
     settings = verify_settings(config, deep=args.deep, jobs=args.jobs)
     if args.allow_global:
         settings = verify_settings(
@@ -248,10 +379,10 @@ def run_verify(args: argparse.Namespace) -> int:
         progress = TerminalProgress(sys.stderr, color=use_color(args.color, True))
     started = time.monotonic()
     result = run_verify(
-        args.root,
+        root,
         settings,
-        manifest=args.manifest,
-        expected_run_id=args.expect_run_id,
+        manifest=manifest,
+        expected_run_id=expected_run_id,
         progress=progress,
     )
     seconds = round(time.monotonic() - started, 3)
@@ -274,12 +405,12 @@ def run_verify(args: argparse.Namespace) -> int:
             result,
             fail_level=verdict.fail_level,
             allow=settings.advisory,
-            extra={"settings": settings.policy(), "seconds": seconds},
+            extra={"settings": settings.policy(), "seconds": seconds, **(marker_extra or {})},
         )
         gate.evidence["marker"] = "sha256:" + _file_sha256(str(marker))
     gate.extras = {
         "verify": {
-            "root": os.fspath(args.root),
+            "root": os.fspath(root),
             **verify_summary(result),
             "marker": None if marker is None else str(marker),
             "deep": settings.deep,
@@ -299,7 +430,7 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         gate.headline = (f"verified: wrote {marker}",)
         gate.proved = _what_verify_proved(result)
-    return show(args, run, gate, verdict, command="verify", rules=RULES_BY_CODE)
+    return run, gate, verdict
 
 
 def _what_verify_proved(result: Any) -> str:
@@ -324,43 +455,150 @@ def _what_verify_proved(result: Any) -> str:
 
 def run_teardown(args: argparse.Namespace) -> int:
     from rentcheck.commands.finish import finish, force_reason
-    from rentcheck.errors import UsageError
-    from rentcheck.gates.judge import GateResult
     from rentcheck.gates.rules import ORDER_RULES
     from rentcheck.gates.run import GateRun
     from rentcheck.pull.rules import RULES_BY_CODE
-    from rentcheck.pull.settings import teardown_settings
-    from rentcheck.pull.teardown import check_teardown, describe, meter_stop_plan
+    from rentcheck.pull.teardown_gate import (
+        TeardownRequest,
+        teardown_manifest,
+        teardown_result,
+        verified_dir,
+    )
     from rentcheck.pull.teardown_rules import TEARDOWN_RULES_BY_CODE
 
-    verified = args.verified if os.path.isdir(args.verified) else os.path.dirname(args.verified)
-    config = _config(args, untrusted=(verified or ".",))
+    config = _config(args, untrusted=(verified_dir(args.verified),))
     reason = force_reason(args)
-    settings = teardown_settings(config, {"profile": args.profile, "meter_stop": args.meter_stop})
-    if settings.profile is None and settings.meter_stop is None:
-        raise UsageError(
-            "teardown needs the platform: --profile NAME (see `rentcheck profiles`)",
-            hint="or describe the meter-stop action with --meter-stop TEXT",
-        )
-    profile = None
-    if settings.profile is not None:
-        from rentcheck.profiles import load_profile
-
-        profile = load_profile(settings.profile, config)
-    plan = meter_stop_plan(profile, settings.meter_stop)
-    now_digest = None
-    if os.path.isfile(args.manifest_now):
-        now_digest = "sha256:" + _file_sha256(args.manifest_now)
-    run = GateRun(config, "teardown", manifest=now_digest, force_reason=reason)
-    order_met = run.precheck()
-    result = check_teardown(args.verified, args.manifest_now, plan, approved=args.approve)
-    gate = GateResult(
-        "teardown",
-        list(result.findings),
-        extras={"teardown": result.to_dict()},
-        files_checked=result.files_checked,
-        profile=settings.profile,
-        headline=(describe(result, order_met=order_met).rstrip("\n"),),
+    request = TeardownRequest(
+        verified=args.verified,
+        host=args.host,
+        manifest_now=args.manifest_now,
+        remote_root=args.remote_root,
+        profile=args.profile,
+        meter_stop=args.meter_stop,
+        approve=args.approve,
+        rehash=args.rehash,
+        ssh_config=args.ssh_config,
+        connect_timeout=args.connect_timeout,
+        timeout=args.timeout,
     )
+    manifest = teardown_manifest(request)
+    run = GateRun(config, "teardown", host=args.host, manifest=manifest, force_reason=reason)
+    ask = _typed_verb if _can_ask(config) else None
+    gate = teardown_result(config, request, run, ask=ask)
     rules = {**RULES_BY_CODE, **TEARDOWN_RULES_BY_CODE, **{r.code: r for r in ORDER_RULES}}
     return finish(args, run, gate, command="teardown", rules=rules)
+
+
+def _can_ask(config: Config) -> bool:
+    text = config.output_format in ("text", "concise")
+    return text and sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def _typed_verb(plan: Any) -> bool:
+    """Ask the person to type the platform's verb; True only for exactly that word."""
+    sys.stderr.write(
+        f"Stopping the meter means: {plan.action}. rentcheck will not run it.\n"
+        f"Type {plan.verb!r} to approve it (anything else refuses): "
+    )
+    sys.stderr.flush()
+    return bool(sys.stdin.readline().strip() == plan.verb)
+
+
+def _source(args: argparse.Namespace) -> tuple[str, str]:
+    """(host, remote root) from ``HOST:REMOTE_ROOT`` or ``--host HOST REMOTE_ROOT``."""
+    from rentcheck.errors import UsageError
+
+    if args.host is not None:
+        return args.host, args.source
+    host, sep, root = args.source.partition(":")
+    if not sep or not host or not root or "/" in host:
+        raise UsageError(
+            f"{args.source!r} is not HOST:REMOTE_ROOT",
+            hint="e.g. `rentcheck pull mybox:/root/run results/`, or pass --host HOST "
+            "(--host local for a directory on this machine)",
+        )
+    return host, root
+
+
+def run_pull(args: argparse.Namespace) -> int:
+    from rentcheck.commands.finish import finish
+    from rentcheck.errors import UsageError
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.gates.order import parse_age
+    from rentcheck.gates.run import GateRun
+    from rentcheck.pull.pull_run import PullRequest, pull_to
+    from rentcheck.pull.transfer import PullProgress
+    from rentcheck.pull.transfer_rules import PULL_GATE_RULES
+
+    host, remote_root = _source(args)
+    try:
+        deadline = parse_age(args.deadline)
+    except ValueError as exc:
+        raise UsageError(f"--deadline: {exc}", hint="e.g. --deadline 30m") from None
+    # Settings from the project only: a rentcheck.yaml that came with the pull is data.
+    config = _config(args, untrusted=(args.root,))
+    request = PullRequest(
+        host=host,
+        remote_root=remote_root,
+        local_root=args.root,
+        method=args.method,
+        deadline_s=deadline,
+        write_manifest=args.write_manifest,
+        run_id=args.run_id,
+        bwlimit_kib=args.bwlimit,
+        ssh_config=args.ssh_config,
+        connect_timeout=args.connect_timeout,
+        timeout=args.timeout,
+    )
+    progress = PullProgress(sys.stderr) if sys.stderr.isatty() else None
+    outcome = pull_to(request, progress)
+    if progress is not None:
+        progress.finish()
+    extras: dict[str, Any] = {"pull": outcome.to_dict()}
+    findings = list(outcome.findings)
+    headline: tuple[str, ...] = ()
+    proved = None
+    digest = None
+    if outcome.manifest is not None:
+        digest = "sha256:" + outcome.manifest.sha256
+    if outcome.transferred:
+        source = {"host": host, "remote_root": outcome.box_root, "run_id": outcome.manifest.run_id}  # type: ignore[union-attr]
+        _, verified, _ = verify_and_mark(
+            args,
+            config,
+            args.root,
+            expected_run_id=args.expect_run_id,
+            marker_extra={"source": source},
+        )
+        findings += verified.findings
+        extras.update(verified.extras)
+        headline = (_pull_said(outcome), *verified.headline)
+        proved = verified.proved
+    result = GateResult(
+        "pull",
+        findings,
+        extras=extras,
+        files_checked=len(outcome.manifest.files) if outcome.manifest else 0,
+        host=host,
+        evidence={"manifest": digest} if digest else {},
+        headline=headline,
+        proved=proved,
+    )
+    run = GateRun(config, "pull", host=host, manifest=digest)
+    rules = {r.code: r for r in PULL_GATE_RULES}
+    return finish(args, run, result, command="pull", rules=rules)
+
+
+def _pull_said(outcome: Any) -> str:
+    from rentcheck.pull.progress import human_bytes
+
+    info = outcome.to_dict()
+    tries = len(info["attempts"])
+    said = (
+        f"pulled {info['files']} files, {human_bytes(info['bytes'])} from "
+        f"{info['host']}:{info['box_root']} into {info['local_root']} ({info['method']}, "
+        f"{tries} {'try' if tries == 1 else 'tries'}, {human_bytes(info['bytes_sent'])} sent)"
+    )
+    if info["repulled"]:
+        said += f"; pulled again after they changed on the box: {len(info['repulled'])} file(s)"
+    return said + f"; wrote {info['manifest']}"

@@ -37,6 +37,8 @@ LEGACY_OPTIONS = {
     "resume": "rentcheck_resume",
     "audit": "rentcheck_audit",
     "verify": "rentcheck_verify",
+    "pull": "rentcheck_pull",
+    "teardown": "rentcheck_teardown",
 }
 
 

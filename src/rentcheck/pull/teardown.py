@@ -1,9 +1,12 @@
 """The teardown gate: nothing is released until the pull was verified against the box as it is now.
 
-It passes only when ``PULL_VERIFIED.json`` exists, names the same manifest digest as the manifest
-re-read from the box now, every verified file still has its recorded size and mtime, and the
-person approved the platform's meter-stop action after being told what it destroys. It reads
-files and reports; it never runs a platform command and never deletes anything.
+Judged by content, not by a manifest's identity: the box is re-read now (sizes and mtimes of
+every file, SHA-256 of each whose size or mtime differs from the verified roster, of all with
+``rehash``) and compared file by file with PULL_VERIFIED.json. A file added or changed on the
+box since the pull fails, named; so does a local file changed or deleted since verify. The
+same content under a rebuilt roster (a new run id) passes. It passes only once the person
+approved the platform's meter-stop action after being told what it destroys. It reads files
+and reports; it never runs a platform command and never deletes anything.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from rentcheck.model import Finding, Severity
 from rentcheck.pull import manifest_builder as builder
 from rentcheck.pull.manifest import Manifest, load_manifest
 from rentcheck.pull.marker import VerifiedMarker, load_verified_marker, marker_drift
+from rentcheck.pull.rules import RULES_BY_CODE as RULES_BY_CODE_PULL
+from rentcheck.pull.rules import VERIFIED_MARKER_STALE
 from rentcheck.pull.teardown_rules import (
     BOX_MANIFEST_UNREADABLE,
     MANIFEST_CHANGED,
@@ -29,9 +34,19 @@ from rentcheck.pull.teardown_rules import (
 )
 
 if TYPE_CHECKING:
+    from rentcheck.box.transport import Box
     from rentcheck.profiles.model import Profile
 
-__all__ = ["MeterStopPlan", "TeardownResult", "check_teardown", "describe", "meter_stop_plan"]
+__all__ = [
+    "BoxNow",
+    "MeterStopPlan",
+    "TeardownResult",
+    "box_now_from_manifest",
+    "check_teardown",
+    "describe",
+    "meter_stop_plan",
+    "read_box_now",
+]
 
 
 @dataclass(frozen=True)
@@ -45,6 +60,7 @@ class MeterStopPlan:
     destroys: tuple[str, ...]  # "tier (paths)", tiers of unknown fate included
     keeps: tuple[str, ...]
     warning: str
+    clocks: tuple[str, ...] = ()  # the profile's danger clocks, in words
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -79,6 +95,9 @@ def meter_stop_plan(profile: Profile | None, text: str | None = None) -> MeterSt
     warning = profile.meter_stop_warning()
     if text:
         warning += f" You describe it as: {text.strip()}."
+    clocks = tuple(
+        f"{c.what} (after {c.after})" if c.after else c.what for c in profile.danger_clocks
+    )
     return MeterStopPlan(
         profile.platform,
         meter.action,
@@ -87,34 +106,58 @@ def meter_stop_plan(profile: Profile | None, text: str | None = None) -> MeterSt
         tuple(destroyed),
         kept,
         warning,
+        clocks,
     )
+
+
+WRITING = "writing"  # the digest of a file that changed while it was hashed on the box
+
+
+@dataclass(frozen=True)
+class BoxNow:
+    """The box as it is now: every file with size, mtime and (where hashed) SHA-256."""
+
+    where: str  # "HOST:ROOT" or the manifest file it was read from
+    files: dict[str, tuple[int, int, str | None]]
+    unfinished: tuple[str, ...] = ()  # leftovers of writes in progress on the box
+    hashed: int = 0
 
 
 @dataclass(frozen=True)
 class TeardownResult:
     findings: tuple[Finding, ...]
     marker_path: str
-    manifest_now: str
+    box_now: str | None
     verified_manifest_sha256: str | None
-    now_manifest_sha256: str | None
     plan: MeterStopPlan
     approved: bool
     files_checked: int
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    gone_on_box: tuple[str, ...] = ()
+    hashed_on_box: int = 0
 
     @property
     def passed(self) -> bool:
         return not any(f.severity >= Severity.ERROR for f in self.findings)
+
+    @property
+    def ready_but_unapproved(self) -> bool:
+        """Everything holds but the approval (the only finding is RC804)."""
+        blocking = {f.code for f in self.findings if f.severity >= Severity.ERROR}
+        return blocking == {METER_STOP_NOT_APPROVED}
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "passed": self.passed,
             "approved": self.approved,
             "marker": self.marker_path,
-            "manifest_now": self.manifest_now,
-            "manifest_sha256": {
-                "verified": self.verified_manifest_sha256,
-                "now": self.now_manifest_sha256,
-            },
+            "box_now": self.box_now,
+            "manifest_sha256": {"verified": self.verified_manifest_sha256},
+            "added_on_box": list(self.added),
+            "changed_on_box": list(self.changed),
+            "gone_on_box": list(self.gone_on_box),
+            "hashed_on_box": self.hashed_on_box,
             "meter_stop": self.plan.to_dict(),
             "runs_platform_commands": False,
         }
@@ -124,75 +167,172 @@ def _finding(code: str, message: str, path: str | None, **details: Any) -> Findi
     return TEARDOWN_RULES_BY_CODE[code].finding(message, path=path, details=details)
 
 
-def _roster_change(marker: VerifiedMarker, now: Manifest) -> str:
-    """How the box's roster differs from the verified one, in a few words."""
-    before = {f.path: f.sha256 for f in marker.files}
-    after = {e.path: e.sha256 for e in now.files}
-    new = sorted(set(after) - set(before))
-    gone = sorted(set(before) - set(after))
-    changed = sorted(p for p in set(before) & set(after) if before[p] != after[p])
-    parts = [
-        f"{len(items)} {what}, e.g. {items[0]!r}"
-        for items, what in ((new, "new on the box"), (changed, "changed"), (gone, "gone"))
-        if items
-    ]
-    if now.run_id != marker.run_id:
-        parts.insert(0, f"run {now.run_id!r} instead of {marker.run_id!r}")
-    return "; ".join(parts) or "same files, rebuilt manifest"
-
-
-def _marker_path(verified: str) -> tuple[str, str]:
+def marker_path(verified: str) -> tuple[str, str]:
     """(marker file, pulled root) for ``--verified`` naming either the root or the marker."""
     if os.path.isdir(verified):
         return os.path.join(verified, builder.VERIFIED_NAME), verified
     return verified, os.path.dirname(verified) or "."
 
 
+def read_marker(verified: str | os.PathLike[str]) -> tuple[VerifiedMarker | None, str | None]:
+    """The marker, or None and why it cannot be read."""
+    path, _ = marker_path(os.fspath(verified))
+    try:
+        return load_verified_marker(path), None
+    except FormatError as exc:
+        return None, exc.message
+
+
+def pulled_roster(root: str, marker: VerifiedMarker) -> Manifest | None:
+    """The roster the marker was verified against (LOCAL_ROOT/PULL_MANIFEST.json), if intact:
+    its mtimes are the box's at pull time."""
+    try:
+        roster = load_manifest(os.path.join(root, builder.MANIFEST_NAME))
+    except FormatError:
+        return None
+    return roster if roster.sha256 == marker.manifest_sha256 else None
+
+
+def box_now_from_manifest(path: str) -> BoxNow:
+    """``--manifest-now FILE``: a roster rebuilt on the box (FormatError if unreadable)."""
+    now = load_manifest(path)
+    files: dict[str, tuple[int, int, str | None]] = {
+        e.path: (e.size, e.mtime_ns, e.sha256) for e in now.files
+    }
+    return BoxNow(path, files, tuple(left.path for left in now.leftovers), len(files))
+
+
+def read_box_now(
+    box: Box,
+    root: str,
+    marker: VerifiedMarker,
+    pulled: Manifest | None,
+    *,
+    rehash: bool,
+    timeout: float,
+) -> BoxNow:
+    """Stat every file on the box; hash those the verified roster has whose size or mtime
+    differ (all of them with ``rehash``, or when the roster is not at hand)."""
+    from rentcheck.pull.remote_roster import hash_files, stat_roster
+
+    tree = stat_roster(box, root, timeout=timeout)
+    verified = {f.path for f in marker.files}
+    then = {} if pulled is None else {e.path: (e.size, e.mtime_ns) for e in pulled.files}
+    wanted = [
+        path
+        for path, f in tree.files.items()
+        if path in verified and (rehash or then.get(path) != (f.size, f.mtime_ns))
+    ]
+    hashed = hash_files(box, root, wanted, timeout=timeout)
+    files: dict[str, tuple[int, int, str | None]] = {}
+    for path, f in tree.files.items():
+        entry = hashed.entries.get(path)
+        sha = WRITING if path in hashed.unstable else entry["sha256"] if entry else None
+        files[path] = (f.size, f.mtime_ns, sha)
+    where = root if box.name == "local" else f"{box.name}:{root}"
+    return BoxNow(where, files, tuple(sorted(tree.leftovers)), len(hashed.entries))
+
+
+def _local_rehash(root: str, marker: VerifiedMarker) -> list[Finding]:
+    """RC521 for a local file whose content no longer matches (``rehash``: reads them all)."""
+    import hashlib
+
+    rule = RULES_BY_CODE_PULL[VERIFIED_MARKER_STALE]
+    out = []
+    for f in marker.files:
+        digest = hashlib.sha256()
+        try:
+            with open(os.path.join(root, f.path), "rb") as handle:
+                for chunk in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(chunk)
+        except OSError:
+            continue  # gone: marker_drift names it
+        if digest.hexdigest() != f.sha256:
+            out.append(rule.finding("content changed since it was verified", path=f.path))
+    return out
+
+
 def check_teardown(
     verified: str | os.PathLike[str],
-    manifest_now: str | os.PathLike[str],
+    now: BoxNow | None,
     plan: MeterStopPlan,
     *,
     approved: bool = False,
+    unreadable: str | None = None,
+    rehash: bool = False,
 ) -> TeardownResult:
-    """Judge whether the meter may be stopped; reads files only."""
-    marker_path, root = _marker_path(os.fspath(verified))
-    now_path = os.fspath(manifest_now)
+    """Judge whether the meter may be stopped, from the box ``now`` (None: ``unreadable``
+    says why it could not be read); reads local files only."""
+    path, root = marker_path(os.fspath(verified))
     findings: list[Finding] = []
-    marker: VerifiedMarker | None = None
-    now: Manifest | None = None
-    try:
-        marker = load_verified_marker(marker_path)
-    except FormatError as exc:
-        findings.append(
-            _finding(VERIFIED_MARKER_MISSING, f"no verified pull: {exc.message}", marker_path)
-        )
-    try:
-        now = load_manifest(now_path)
-    except FormatError as exc:
-        findings.append(_finding(BOX_MANIFEST_UNREADABLE, exc.message, now_path))
-    if marker is not None and now is not None and now.sha256 != marker.manifest_sha256:
-        findings.append(
-            _finding(
-                MANIFEST_CHANGED,
-                f"the box's manifest (sha256 {now.sha256[:12]}...) is not the one verified "
-                f"(sha256 {marker.manifest_sha256[:12]}...): {_roster_change(marker, now)}",
-                now_path,
-                verified=marker.manifest_sha256,
-                now=now.sha256,
+    marker, why = read_marker(verified)
+    if marker is None:
+        findings.append(_finding(VERIFIED_MARKER_MISSING, f"no verified pull: {why}", path))
+    if now is None and unreadable is not None:
+        findings.append(_finding(BOX_MANIFEST_UNREADABLE, unreadable, None))
+    added: list[str] = []
+    changed: list[str] = []
+    gone: list[str] = []
+    if marker is not None and now is not None:
+        then = {f.path: f.sha256 for f in marker.files}
+        for rel in sorted(now.files):
+            size, _, sha = now.files[rel]
+            if rel not in then:
+                added.append(rel)
+                findings.append(
+                    _finding(
+                        MANIFEST_CHANGED,
+                        f"added on the box since the pull ({size} bytes): not in the verified copy",
+                        rel,
+                        change="added",
+                        where=now.where,
+                    )
+                )
+            elif sha == WRITING:
+                changed.append(rel)
+                message = "being written on the box right now (it changed while it was hashed)"
+                findings.append(
+                    _finding(MANIFEST_CHANGED, message, rel, change="writing", where=now.where)
+                )
+            elif sha is not None and sha != then[rel]:
+                changed.append(rel)
+                findings.append(
+                    _finding(
+                        MANIFEST_CHANGED,
+                        f"changed on the box since the pull (sha256 {sha[:12]}... now, "
+                        f"{then[rel][:12]}... verified)",
+                        rel,
+                        change="changed",
+                        where=now.where,
+                    )
+                )
+        for rel in now.unfinished:
+            added.append(rel)
+            findings.append(
+                _finding(
+                    MANIFEST_CHANGED,
+                    "an unfinished write on the box (the run goes on?)",
+                    rel,
+                    change="unfinished",
+                    where=now.where,
+                )
             )
-        )
+        gone = sorted(set(then) - set(now.files))
     if marker is not None:
-        for drift in marker_drift(root, marker):
-            shown = os.path.join(root, drift.path) if drift.path else root
-            findings.append(record.replace(drift, path=shown))
+        drift = marker_drift(root, marker)
+        if rehash:
+            named = {d.path for d in drift}
+            drift += [f for f in _local_rehash(root, marker) if f.path not in named]
+        for d in drift:
+            shown = os.path.join(root, d.path) if d.path else root
+            findings.append(record.replace(d, path=shown))
     if not findings and not approved:
         destroys = "; ".join(plan.destroys) or "no storage tier"
         findings.append(
             _finding(
                 METER_STOP_NOT_APPROVED,
-                f"the pull is verified, but stopping the meter needs --approve: "
-                f"{plan.action!r} destroys {destroys}",
+                f"the pull is verified and the box holds nothing newer, but stopping the meter "
+                f"needs --approve: {plan.action!r} destroys {destroys}",
                 None,
                 destroys=list(plan.destroys),
             )
@@ -202,13 +342,16 @@ def check_teardown(
         findings.append(_finding(METER_STOP_IRREVERSIBLE, f"{plan.action!r} {undo}", None))
     return TeardownResult(
         findings=tuple(sorted(findings, key=Finding.sort_key)),
-        marker_path=marker_path,
-        manifest_now=now_path,
+        marker_path=path,
+        box_now=None if now is None else now.where,
         verified_manifest_sha256=marker.manifest_sha256 if marker else None,
-        now_manifest_sha256=now.sha256 if now else None,
         plan=plan,
         approved=approved,
         files_checked=len(marker.files) if marker else 0,
+        added=tuple(added),
+        changed=tuple(changed),
+        gone_on_box=tuple(gone),
+        hashed_on_box=0 if now is None else now.hashed,
     )
 
 
@@ -224,7 +367,15 @@ def describe(result: TeardownResult, *, order_met: bool = True) -> str:
     ]
     if plan.keeps:
         lines.append(f"  keeps:    {'; '.join(plan.keeps)}")
+    for clock in plan.clocks:
+        lines.append(f"  danger clock: {clock}")
     lines.append(f"  {plan.warning}")
+    if result.box_now is not None:
+        lines.append(
+            f"box now ({result.box_now}): {len(result.added)} added, {len(result.changed)} "
+            f"changed, {len(result.gone_on_box)} gone since the pull; "
+            f"{result.hashed_on_box} file(s) hashed there"
+        )
     if result.passed and order_met:
         lines.append("teardown gate passed: you may now stop the meter yourself.")
     lines.append("rentcheck never runs the platform's meter-stop command.")

@@ -45,15 +45,19 @@ TEARDOWN_RULES: tuple[Rule, ...] = (
     Rule(
         code=MANIFEST_CHANGED,
         name="manifest-changed-since-verify",
-        summary="The manifest on the box now is not the one the pull was verified against.",
-        why=(
-            "A manifest rebuilt after the pull means the box holds a different roster: the run "
-            "went on and wrote new checkpoints, or files were replaced. The verified copy then "
-            "lacks them, and teardown would destroy the only copy of what changed."
+        summary=(
+            "A file was added or changed on the box since the pull was verified (compared by "
+            "content, file by file)."
         ),
-        example_bad="marker: manifest sha256 9c07...; box now: 3fa1... (2 files new on the box)",
-        example_good="marker and box name the same manifest sha256",
-        fix="Pull again, run `rentcheck verify` against the current manifest, then teardown.",
+        why=(
+            "The box was re-read just now: a file the verified copy lacks (typically a later "
+            "checkpoint) or whose SHA-256 differs exists only on the box. Stopping the meter "
+            "would destroy the only copy of it. A rebuilt roster with the same content (a new "
+            "run id) is no change and passes."
+        ),
+        example_bad="ckpt/step_9000.pt: added on the box since the pull (5 GB)",
+        example_good="box now: 0 added, 0 changed since the pull",
+        fix="Pull again (`rentcheck pull HOST:REMOTE_ROOT LOCAL_ROOT` resumes), then teardown.",
         family="teardown",
         default_severity=Severity.ERROR,
         fix_applicability=Applicability.NONE,
@@ -61,14 +65,15 @@ TEARDOWN_RULES: tuple[Rule, ...] = (
     Rule(
         code=BOX_MANIFEST_UNREADABLE,
         name="box-manifest-unreadable",
-        summary="The manifest re-read from the box (--manifest-now) is missing or invalid.",
+        summary="The box could not be re-read now (unreachable, or --manifest-now invalid).",
         why=(
-            "Teardown must compare the box as it is now with what was verified. A manifest that "
-            "cannot be read is no evidence about the box, so the comparison cannot pass."
+            "Teardown must compare the box as it is now with what was verified. A box that "
+            "cannot be read, or a manifest file that cannot be parsed, is no evidence about "
+            "the box, so the comparison cannot pass."
         ),
         example_bad="--manifest-now /tmp/now.json   # empty file: the copy from the box failed",
-        example_good="--manifest-now /tmp/now.json   # copied from the box just now, intact",
-        fix="Copy PULL_MANIFEST.json from the box again (or rebuild it there) and pass that file.",
+        example_good="rentcheck teardown --host mybox --verified results/ --profile runpod",
+        fix="Make the box reachable (or rebuild the manifest there) and run teardown again.",
         family="teardown",
         default_severity=Severity.ERROR,
         fix_applicability=Applicability.NONE,
@@ -85,14 +90,12 @@ TEARDOWN_RULES: tuple[Rule, ...] = (
             "terminate and destroy delete disks. rentcheck states the action and what it "
             "deletes, and passes only after a person has read that and said yes."
         ),
-        example_bad=(
-            "rentcheck teardown --verified results/ --manifest-now now.json --profile runpod"
-        ),
+        example_bad=("rentcheck teardown --host mybox --verified results/ --profile runpod"),
         example_good=(
-            "rentcheck teardown --verified results/ --manifest-now now.json --profile runpod "
-            "--approve"
+            "rentcheck teardown --host mybox --verified results/ --profile runpod --approve"
         ),
-        fix="Read the meter-stop action and what it destroys, then rerun with --approve.",
+        fix="Read the meter-stop action and what it destroys, then rerun with --approve (or "
+        "type the platform's verb when asked on a terminal).",
         family="teardown",
         default_severity=Severity.ERROR,
         fix_applicability=Applicability.NONE,

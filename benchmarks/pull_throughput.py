@@ -1,0 +1,185 @@
+"""Pull throughput: ``rentcheck pull`` (roster, transfer, verify) vs rsync -a + sha256sum -c.
+
+Starts a real OpenSSH sshd on 127.0.0.1 (the kit the tests use; needs root, openssh-server and
+rsync), writes a tree of random files on the "box", then, in one run and on the same tree:
+
+  - baseline: ``sha256sum`` of every file on the box over ssh (the sums a careful person takes
+    there), ``rsync -a`` of the tree through the same ssh, ``sha256sum -c`` of the copy;
+  - rentcheck: ``rentcheck pull box:ROOT LOCAL`` (roster hashed on the box, rsync
+    --append-verify, verify with structure checks, marker written);
+
+and prints the ratio (target: rentcheck no slower than the pair, ratio <= 1.0). Then a pull
+is dropped at 50 % (every sshd child serving it is killed) and left to resume on its own; it
+prints the bytes sent after the drop as a share of the tree (target: at most 55 %).
+
+    python benchmarks/pull_throughput.py [--size-mib 2048] [--files 8] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests" / "box"))
+
+from sshdkit import SshLab, start_lab  # noqa: E402 - the test kit lives beside the tests
+
+MiB = 1 << 20
+
+
+def make_tree(root: Path, total: int, files: int) -> None:
+    each = total // files
+    for i in range(files):
+        path = root / f"ckpt/step_{i:05d}.bin"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as handle:
+            left = each
+            while left:
+                n = min(left, 16 * MiB)
+                handle.write(os.urandom(n))
+                left -= n
+
+
+def _run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+    done = subprocess.run(argv, capture_output=True, check=False, **kwargs)  # type: ignore[call-overload]
+    if done.returncode != 0:
+        raise SystemExit(f"{argv[:3]} failed ({done.returncode}): {done.stderr[-500:]!r}")
+    return done  # type: ignore[no-any-return]
+
+
+def baseline(lab: SshLab, box: Path, dest: Path) -> float:
+    ssh = ["ssh", "-F", str(lab.ssh_config)]
+    start = time.perf_counter()
+    sums = _run([*ssh, "box", f"cd {box} && find . -type f -print0 | xargs -0 sha256sum"]).stdout
+    _run(["rsync", "-a", "-e", " ".join(ssh), f"box:{box}/", f"{dest}/"])
+    (dest.parent / "sums").write_bytes(sums)
+    _run(["sha256sum", "-c", "--quiet", str(dest.parent / "sums")], cwd=dest)
+    return time.perf_counter() - start
+
+
+def pull_argv(lab: SshLab, box: Path, dest: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "rentcheck",
+        "pull",
+        f"box:{box}",
+        str(dest),
+        "--ssh-config",
+        str(lab.ssh_config),
+        "--output-format",
+        "json",
+    ]
+
+
+def rentcheck_pull(lab: SshLab, box: Path, dest: Path) -> float:
+    start = time.perf_counter()
+    _run(pull_argv(lab, box, dest))
+    return time.perf_counter() - start
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+def _local_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*.bin") if p.is_file())
+
+
+def dropped_pull(lab: SshLab, box: Path, dest: Path, total: int) -> tuple[dict[str, object], int]:
+    """A pull whose connection is killed at 50 %; its JSON result and the bytes present then."""
+    proc = subprocess.Popen(
+        pull_argv(lab, box, dest), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    at_drop = 0
+    seen = threading.Event()
+    while proc.poll() is None and not seen.is_set():
+        have = _local_bytes(dest) if dest.exists() else 0
+        if have >= total // 2:
+            at_drop = have
+            for pid in _children(lab.box.proc.pid):
+                os.kill(pid, signal.SIGKILL)
+            seen.set()
+        time.sleep(0.005)
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"the resumed pull failed ({proc.returncode}): {err[-800:]!r}")
+    doc: dict[str, object] = json.loads(out)
+    return doc, at_drop
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mib", type=int, default=2048, help="tree size (default 2048)")
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=1, help="alternating runs, best of")
+    args = parser.parse_args()
+    if shutil.which("rsync") is None or os.geteuid() != 0:
+        print("needs root, openssh-server and rsync", file=sys.stderr)
+        return 2
+    total = args.size_mib * MiB // args.files * args.files
+    with tempfile.TemporaryDirectory(prefix="rc-pullbench-") as tmp:
+        work = Path(tmp)
+        lab = start_lab(work / "lab")
+        try:
+            box = work / "box"
+            make_tree(box, total, args.files)
+            best_base = best_rc = float("inf")
+            for i in range(args.repeat):
+                best_base = min(best_base, baseline(lab, box, work / f"base{i}"))
+                best_rc = min(best_rc, rentcheck_pull(lab, box, work / f"pull{i}"))
+                shutil.rmtree(work / f"base{i}")
+                shutil.rmtree(work / f"pull{i}")
+            mib = total / MiB
+            print(
+                f"tree: {args.files} files, {mib:.0f} MiB of random bytes; sshd on 127.0.0.1, "
+                f"best of {args.repeat}"
+            )
+            print(
+                f"  box sha256sum + rsync -a + sha256sum -c : {best_base:7.2f} s "
+                f"({mib / best_base:6.1f} MiB/s)"
+            )
+            print(
+                f"  rentcheck pull (roster+transfer+verify): {best_rc:7.2f} s "
+                f"({mib / best_rc:6.1f} MiB/s)"
+            )
+            print(
+                f"  ratio rentcheck / baseline             : {best_rc / best_base:7.2f}x "
+                "(target <= 1.0)"
+            )
+            doc, at_drop = dropped_pull(lab, box, work / "dropped", total)
+            pull = doc["pull"]
+            assert isinstance(pull, dict)
+            tries = pull["attempts"]
+            again = sum(t["bytes"] for t in tries[1:])
+            print(
+                f"  dropped at {100 * at_drop / total:.0f} % ({len(tries)} tries): "
+                f"{again / MiB:.0f} MiB sent after the drop = {100 * again / total:.1f} % of "
+                "the tree (target <= 55 %)"
+            )
+        finally:
+            lab.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,306 @@
+"""``rentcheck pull``'s work before the verify: roster on the box, safety, transfer, re-check.
+
+1. The roster is built on the box (``remote_roster.build_roster``) and parsed as any
+   manifest is: ``..``, absolute paths, duplicates are refused there.
+2. Every path's local place is checked (``transfer.unsafe_paths``): nothing is written, not
+   even LOCAL_ROOT itself, when one is refused.
+3. The files come over (``transfer.pull_files``: resume, retries, deadline).
+4. The box is re-read (sizes, mtimes): a file that changed while it was pulled is hashed on
+   the box again and pulled whole again, up to ``ROUNDS`` times; then it is reported.
+5. LOCAL_ROOT/PULL_MANIFEST.json is written (the box's bytes, or the roster with the
+   re-hashed entries), atomically. The caller verifies against it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rentcheck.errors import FormatError, RemoteError
+from rentcheck.model import Finding
+from rentcheck.pull import manifest_builder as builder
+from rentcheck.pull.manifest import Manifest, parse_manifest
+from rentcheck.pull.remote_roster import (
+    BoxRoster,
+    BoxTree,
+    build_roster,
+    hash_files,
+    stat_roster,
+)
+from rentcheck.pull.transfer import Attempt, Endpoint, Progress, Want, pull_files, unsafe_paths
+from rentcheck.pull.transfer_rules import (
+    CHANGED_DURING_PULL,
+    PULL_INCOMPLETE,
+    ROSTER_UNSAFE,
+    TRANSFER_RULES_BY_CODE,
+)
+
+__all__ = ["PullOutcome", "PullRequest", "pull_to"]
+
+ROUNDS = 3  # re-pulls of files that changed on the box while they were pulled
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    host: str
+    remote_root: str
+    local_root: str
+    method: str = "auto"  # auto | rsync | ranged
+    deadline_s: float = 6 * 3600.0
+    write_manifest: bool = False
+    run_id: str | None = None
+    bwlimit_kib: int | None = None
+    ssh_config: str | None = None
+    connect_timeout: float | None = None
+    timeout: float = 900.0  # for one remote roster step
+
+
+@dataclass
+class PullOutcome:
+    request: PullRequest
+    findings: list[Finding] = field(default_factory=list)
+    manifest: Manifest | None = None
+    manifest_path: str | None = None
+    box_root: str | None = None
+    method: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+    repulled: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def transferred(self) -> bool:
+        return self.manifest_path is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        total = self.manifest.total_bytes if self.manifest else 0
+        return {
+            "host": self.request.host,
+            "remote_root": self.request.remote_root,
+            "box_root": self.box_root,
+            "local_root": os.path.abspath(self.request.local_root),
+            "method": self.method,
+            "manifest": self.manifest_path,
+            "run_id": self.manifest.run_id if self.manifest else None,
+            "files": len(self.manifest.files) if self.manifest else 0,
+            "bytes": total,
+            "bytes_sent": sum(a.bytes for a in self.attempts),
+            "attempts": [a.to_dict() for a in self.attempts],
+            "repulled": self.repulled,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _finding(code: str, message: str, path: str | None = None, **details: Any) -> Finding:
+    return TRANSFER_RULES_BY_CODE[code].finding(message, path=path, details=details or None)
+
+
+def _choose(method: str, host: str, box_has_rsync: bool) -> str:
+    if method != "auto":
+        return method
+    here = shutil.which("rsync") is not None and (host == "local" or shutil.which("ssh"))
+    return "rsync" if here and box_has_rsync else "ranged"
+
+
+def pull_to(request: PullRequest, progress: Progress | None = None) -> PullOutcome:
+    from rentcheck.box.transport import close_all, open_box
+
+    started = time.monotonic()
+    outcome = PullOutcome(request)
+    local_root = os.path.abspath(request.local_root)
+    try:
+        box = open_box(
+            request.host, ssh_config=request.ssh_config, connect_timeout=request.connect_timeout
+        )
+        roster = build_roster(
+            box,
+            request.remote_root,
+            run_id=request.run_id,
+            write=request.write_manifest,
+            timeout=request.timeout,
+        )
+        outcome.box_root = roster.root
+        try:
+            manifest = parse_manifest(roster.data)
+        except FormatError as exc:
+            message = f"the box's roster was refused, nothing was pulled: {exc.message}"
+            outcome.findings.append(_finding(ROSTER_UNSAFE, message))
+            return outcome
+        outcome.findings += _refusals(local_root, manifest)
+        if outcome.findings:
+            return outcome
+        outcome.manifest = manifest
+        endpoint = Endpoint(request.host, roster.root, request.ssh_config, request.connect_timeout)
+        outcome.method = _choose(request.method, request.host, roster.rsync)
+        os.makedirs(local_root, exist_ok=True)
+        if progress is not None:
+            progress.start(manifest.total_bytes, len(manifest.files))
+        doc = _transfer_until_still(
+            request,
+            endpoint=endpoint,
+            roster=roster,
+            outcome=outcome,
+            progress=progress,
+            deadline=started + request.deadline_s,
+        )
+        if any(f.code == PULL_INCOMPLETE for f in outcome.findings):
+            return outcome
+        data = roster.data if doc is None else builder.dumps(doc)
+        path = os.path.join(local_root, builder.MANIFEST_NAME)
+        builder.atomic_write_bytes(path, data)
+        outcome.manifest = parse_manifest(data)
+        outcome.manifest_path = path
+        return outcome
+    finally:
+        outcome.seconds = time.monotonic() - started
+        close_all()
+
+
+def _refusals(local_root: str, manifest: Manifest) -> list[Finding]:
+    """RC530 for every roster path whose local place is unsafe, and for LOCAL_ROOT itself."""
+    refused = unsafe_paths(local_root, manifest.files.paths)
+    if os.path.islink(local_root) or (os.path.exists(local_root) and not os.path.isdir(local_root)):
+        refused.insert(0, ("", "LOCAL_ROOT is a symlink or not a directory"))
+    return [
+        _finding(ROSTER_UNSAFE, f"refused before the first byte: {why}", rel or None)
+        for rel, why in refused
+    ]
+
+
+def _transfer_until_still(
+    request: PullRequest,
+    *,
+    endpoint: Endpoint,
+    roster: BoxRoster,
+    outcome: PullOutcome,
+    progress: Progress | None,
+    deadline: float,
+) -> dict[str, Any] | None:
+    """Transfer, re-read the box, re-pull what changed meanwhile (whole), up to ROUNDS times.
+    The roster with re-hashed entries (None: the box's roster held)."""
+
+    assert outcome.manifest is not None  # noqa: S101 - set by the caller
+    doc: dict[str, Any] | None = None
+    wants = [Want(e.path, e.size) for e in outcome.manifest.files]
+    vanished: set[str] = set()
+    for round_ in range(ROUNDS + 1):
+        if wants and _transfer_failed(
+            request,
+            endpoint=endpoint,
+            wants=wants,
+            outcome=outcome,
+            progress=progress,
+            deadline=deadline,
+            round_=round_,
+        ):
+            return doc
+        box = endpoint.open()
+        tree = _stat_with_retry(endpoint, box, request.timeout)
+        entries_now = outcome.manifest.files if doc is None else _entries(doc)
+        changed = [e for e in entries_now if e.path not in vanished and _moved(tree, e)]
+        if not changed:
+            return doc
+        if round_ == ROUNDS:
+            for e in changed:
+                now = tree.files.get(e.path)
+                after = (
+                    "gone from the box"
+                    if now is None
+                    else f"{now.size} bytes, mtime_ns {now.mtime_ns} after"
+                )
+                message = (
+                    f"changed on the box while it was pulled ({e.size} bytes, mtime_ns "
+                    f"{e.mtime_ns} before; {after}), {ROUNDS} times"
+                )
+                outcome.findings.append(_finding(CHANGED_DURING_PULL, message, e.path))
+            return doc
+        hashed = hash_files(box, roster.root, [e.path for e in changed], timeout=request.timeout)
+        doc = doc or json.loads(roster.data)
+        _replace(doc, hashed.entries)
+        vanished |= hashed.missing
+        for path in sorted(hashed.missing):
+            message = "vanished from the box while it was pulled"
+            outcome.findings.append(_finding(CHANGED_DURING_PULL, message, path))
+        # Files that changed even while they were hashed wait for the next round.
+        wants = [Want(p, int(hashed.entries[p]["size"])) for p in sorted(hashed.entries)]
+        outcome.repulled += sorted(hashed.entries)
+        if not wants and not hashed.unstable:
+            return doc
+    return doc
+
+
+def _transfer_failed(
+    request: PullRequest,
+    *,
+    endpoint: Endpoint,
+    wants: list[Want],
+    outcome: PullOutcome,
+    progress: Progress | None,
+    deadline: float,
+    round_: int,
+) -> bool:
+    """One round's transfer (first: resume; later: whole files); True when it gave up."""
+    from rentcheck.box.transport import close_all
+
+    if outcome.method == "rsync":
+        close_all()  # rsync brings its own connection; ours would idle meanwhile
+    attempts = pull_files(
+        endpoint,
+        os.path.abspath(request.local_root),
+        wants,
+        method=outcome.method or "ranged",
+        deadline=deadline,
+        append=round_ == 0,
+        bwlimit_kib=request.bwlimit_kib,
+        progress=progress if round_ == 0 else None,
+    )
+    outcome.attempts += attempts
+    if attempts[-1].error is None:
+        return False
+    message = (
+        f"the transfer did not finish after {len(attempts)} tries: "
+        f"{attempts[-1].error}; what arrived is kept, run the pull again"
+    )
+    outcome.findings.append(_finding(PULL_INCOMPLETE, message))
+    return True
+
+
+def _moved(tree: BoxTree, entry: Any) -> bool:
+    """Whether a roster entry's file is gone from the box or has another size or mtime."""
+    now = tree.files.get(entry.path)
+    return now is None or (now.size, now.mtime_ns) != (entry.size, entry.mtime_ns)
+
+
+def _stat_with_retry(endpoint: Endpoint, box: Any, timeout: float) -> Any:
+    from rentcheck.box.transport import close_all
+
+    try:
+        return stat_roster(box, endpoint.root, timeout=timeout)
+    except RemoteError:
+        close_all()
+        return stat_roster(endpoint.open(), endpoint.root, timeout=timeout)
+
+
+class _Entry:
+    __slots__ = ("mtime_ns", "path", "size")
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.path = str(raw["path"])
+        self.size = int(raw["size"])
+        self.mtime_ns = int(raw["mtime_ns"])
+
+
+def _entries(doc: dict[str, Any]) -> list[_Entry]:
+    return [_Entry(e) for e in doc["files"]]
+
+
+def _replace(doc: dict[str, Any], entries: dict[str, dict[str, Any]]) -> None:
+    """The roster with the re-hashed entries in place and its totals recomputed."""
+    doc["files"] = [entries.get(e["path"], e) for e in doc["files"]]
+    doc["totals"] = {
+        "files": len(doc["files"]),
+        "bytes": sum(int(e["size"]) for e in doc["files"]),
+    }

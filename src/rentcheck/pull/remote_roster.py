@@ -1,0 +1,229 @@
+"""The roster of a result directory read on the box: built, stat'ed or re-hashed over one exec.
+
+The box runs the stdlib-only ``manifest_builder`` module sent on stdin (``python3 -I -S -``):
+nothing is installed there and nothing is left behind, unless ``write=True`` asks for
+``ROOT/PULL_MANIFEST.json`` on the box too. Three requests, each one round trip:
+
+* ``build_roster``: the manifest's exact bytes (what ``rentcheck manifest build`` writes), and
+  whether the box has ``rsync``;
+* ``stat_roster``: size and ``mtime_ns`` of every file under ROOT (the builder's walk and
+  policy, no hashing): how teardown and the changed-during-pull check re-read the box cheaply;
+* ``hash_files``: roster entries (SHA-256) for the named files only.
+
+The answer is one JSON line, then the payload compressed with zlib (a roster of hex digests
+halves; the transport bounds a command's output).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rentcheck.errors import RemoteError, UsageError
+
+if TYPE_CHECKING:
+    from rentcheck.box.transport import Box
+
+__all__ = [
+    "BoxFile",
+    "BoxRoster",
+    "BoxTree",
+    "Hashed",
+    "build_roster",
+    "hash_files",
+    "remote_program",
+    "stat_roster",
+]
+
+DEFAULT_TIMEOUT = 900.0  # hashing a few hundred GB of checkpoints takes minutes
+
+# Runs on the box (Python 3.7+, stdlib only): the builder's source is exec'd as a module of
+# its own name, so its `if __name__ == "__main__"` stays off.
+_DRIVER = r"""
+import json, os, shutil, sys, zlib
+_ns = {"__name__": "rentcheck_manifest_builder"}
+exec(compile(BUILDER_SOURCE, "manifest_builder.py", "exec"), _ns)
+b = type("builder", (), _ns)
+req = json.loads(REQUEST)
+root = req["root"]
+out = sys.stdout.buffer
+
+def answer(head, payload=b""):
+    out.write(json.dumps(head).encode() + b"\n" + zlib.compress(payload, 1))
+    out.flush()
+
+try:
+    if not os.path.isdir(root):
+        raise b.BuildError("%r is not a directory on the box" % root,
+                           "pass the run's result directory as HOST:REMOTE_ROOT")
+    head = {"ok": True, "root": os.path.realpath(root),
+            "rsync": shutil.which("rsync") is not None,
+            "python": "%d.%d" % sys.version_info[:2]}
+    mode = req["mode"]
+    if mode == "roster":
+        if req.get("write"):
+            target = os.path.join(root, b.MANIFEST_NAME)
+            b.write_manifest(root, target, req.get("run_id"), None, False)
+            with open(target, "rb") as f:
+                data = f.read()
+        else:
+            data = b.dumps(b.build_manifest(root, req.get("run_id"), None, False))
+        answer(head, data)
+    elif mode == "stat":
+        files, left = [], []
+        for rel, path in b.iter_tree(root):
+            if path is None:
+                st = os.lstat(os.path.join(root, rel))
+                left.append([rel, st.st_size, st.st_mtime_ns])
+            else:
+                st = os.stat(path)
+                files.append([rel, st.st_size, st.st_mtime_ns])
+        answer(head, json.dumps({"files": files, "leftovers": left}).encode())
+    else:
+        found, missing, unstable = [], [], []
+        for rel in req["paths"]:
+            path = os.path.join(root, rel)
+            if not os.path.isfile(path):
+                missing.append(rel)
+                continue
+            try:
+                found.append(b.hash_file(rel, os.path.realpath(path), False))
+            except b.BuildError:  # it changed while it was read: still being written
+                unstable.append(rel)
+        doc = {"files": found, "missing": missing, "unstable": unstable}
+        answer(head, json.dumps(doc).encode())
+except b.BuildError as exc:
+    answer({"ok": False, "error": exc.message, "hint": exc.hint})
+    sys.exit(2)
+except OSError as exc:
+    answer({"ok": False, "error": str(exc), "hint": "check REMOTE_ROOT and its permissions"})
+    sys.exit(2)
+"""
+
+_SHELL = (
+    "command -v python3 >/dev/null 2>&1 || "
+    "{ echo 'rentcheck: the box has no python3' >&2; exit 127; }; exec python3 -I -S -"
+)
+
+
+def remote_program(request: Mapping[str, Any]) -> bytes:
+    """The program sent on stdin: the builder's source, the request, the driver."""
+    from rentcheck.pull import manifest_builder
+
+    with open(manifest_builder.__file__, encoding="utf-8") as handle:
+        source = handle.read()
+    return (
+        f"BUILDER_SOURCE = {source!r}\nREQUEST = {json.dumps(dict(request))!r}\n{_DRIVER}"
+    ).encode()
+
+
+def _ask(
+    box: Box, request: Mapping[str, Any], timeout: float, what: str
+) -> tuple[dict[str, Any], bytes]:
+    result = box.run(_SHELL, stdin=remote_program(request), timeout=timeout, label=what)
+    line, sep, rest = result.stdout.partition(b"\n")
+    try:
+        head = json.loads(line) if sep else None
+    except ValueError:
+        head = None
+    if not isinstance(head, dict):
+        if result.exit_status == 127:
+            raise UsageError(
+                f"{box.name} has no python3: the roster is built there with it",
+                hint="install python3 on the box (any 3.7+), or build the manifest elsewhere "
+                "and pull with rsync by hand",
+            )
+        raise RemoteError(
+            f"{what} on {box.name} gave no answer (exit {result.exit_status}): "
+            f"{result.stderr_tail()}",
+            hint="run `python3 -V` on the box; the roster needs Python 3.7 or later",
+        )
+    if not head.get("ok"):
+        raise UsageError(
+            f"{what} on {box.name}: {head.get('error')}", hint=str(head.get("hint") or "")
+        )
+    try:
+        return head, zlib.decompress(rest)
+    except zlib.error as exc:
+        raise RemoteError(f"{what} on {box.name}: damaged answer ({exc})") from None
+
+
+@dataclass(frozen=True)
+class BoxRoster:
+    """The manifest's bytes as the box built them, and what the box offers for the transfer."""
+
+    data: bytes
+    root: str  # the real path on the box
+    rsync: bool
+    python: str
+
+
+def build_roster(
+    box: Box,
+    remote_root: str,
+    *,
+    run_id: str | None = None,
+    write: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> BoxRoster:
+    request = {"mode": "roster", "root": remote_root, "run_id": run_id, "write": write}
+    head, data = _ask(box, request, timeout, "building the roster")
+    return BoxRoster(data, str(head["root"]), bool(head["rsync"]), str(head["python"]))
+
+
+@dataclass(frozen=True)
+class BoxFile:
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class BoxTree:
+    """Every file under the root on the box now (sizes, mtimes), and unfinished writes."""
+
+    files: dict[str, BoxFile]
+    leftovers: dict[str, BoxFile]
+    root: str
+
+
+def stat_roster(box: Box, remote_root: str, *, timeout: float = DEFAULT_TIMEOUT) -> BoxTree:
+    head, data = _ask(box, {"mode": "stat", "root": remote_root}, timeout, "re-reading the box")
+    doc = json.loads(data)
+    files = {str(p): BoxFile(int(s), int(m)) for p, s, m in doc["files"]}
+    left = {str(p): BoxFile(int(s), int(m)) for p, s, m in doc["leftovers"]}
+    return BoxTree(files, left, str(head["root"]))
+
+
+@dataclass(frozen=True)
+class Hashed:
+    """Roster entries by path (hashed on the box now), paths not there, paths that changed
+    while they were read (still being written)."""
+
+    entries: dict[str, dict[str, Any]]
+    missing: frozenset[str] = frozenset()
+    unstable: frozenset[str] = frozenset()
+
+
+def hash_files(
+    box: Box, remote_root: str, paths: Iterable[str], *, timeout: float = DEFAULT_TIMEOUT
+) -> Hashed:
+    wanted = list(paths)
+    if not wanted:
+        return Hashed({})
+    request = {"mode": "hash", "root": remote_root, "paths": wanted}
+    _, data = _ask(box, request, timeout, "hashing on the box")
+    doc = json.loads(data)
+    return Hashed(
+        {str(e["path"]): e for e in doc["files"]},
+        frozenset(str(p) for p in doc["missing"]),
+        frozenset(str(p) for p in doc["unstable"]),
+    )
+
+
+def remote_path(root: str, rel: str) -> str:
+    """A roster path under the box's root (roster paths are validated relative POSIX paths)."""
+    return posixpath.join(root, rel) if root else rel

@@ -1,0 +1,162 @@
+"""The teardown gate as the CLI and the pytest item run it: the request, the box re-read now,
+the judgement, the ledger evidence (the approval included)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rentcheck.errors import FormatError, RemoteError, UsageError
+
+if TYPE_CHECKING:
+    from rentcheck.config import Config
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.gates.run import GateRun
+    from rentcheck.pull.marker import VerifiedMarker
+    from rentcheck.pull.teardown import BoxNow, MeterStopPlan
+
+__all__ = ["TeardownRequest", "teardown_manifest", "teardown_result"]
+
+
+@dataclass(frozen=True)
+class TeardownRequest:
+    verified: str  # the pulled root, or its PULL_VERIFIED.json
+    host: str | None = None  # re-read this box now ...
+    manifest_now: str | None = None  # ... or this roster rebuilt on it
+    remote_root: str | None = None  # default: where the pull recorded it
+    profile: str | None = None
+    meter_stop: str | None = None
+    approve: bool = False
+    rehash: bool = False
+    ssh_config: str | None = None
+    connect_timeout: float | None = None
+    timeout: float = 900.0
+
+
+def teardown_manifest(request: TeardownRequest) -> str | None:
+    """The manifest digest the marker was verified against (the ledger's evidence)."""
+    from rentcheck.pull.teardown import read_marker
+
+    marker, _ = read_marker(request.verified)
+    return None if marker is None else "sha256:" + marker.manifest_sha256
+
+
+def _plan(config: Config, request: TeardownRequest) -> tuple[str | None, MeterStopPlan]:
+    from rentcheck.pull.settings import teardown_settings
+    from rentcheck.pull.teardown import meter_stop_plan
+
+    given = {"profile": request.profile, "meter_stop": request.meter_stop}
+    settings = teardown_settings(config, given)
+    if settings.profile is None and settings.meter_stop is None:
+        raise UsageError(
+            "teardown needs the platform: --profile NAME (see `rentcheck profiles`)",
+            hint="or describe the meter-stop action with --meter-stop TEXT",
+        )
+    if request.host is None and request.manifest_now is None:
+        raise UsageError(
+            "teardown re-reads the box as it is now: --host HOST (or local)",
+            hint="or --manifest-now FILE, a PULL_MANIFEST.json rebuilt on the box just now",
+        )
+    profile = None
+    if settings.profile is not None:
+        from rentcheck.profiles import load_profile
+
+        profile = load_profile(settings.profile, config)
+    return settings.profile, meter_stop_plan(profile, settings.meter_stop)
+
+
+def _box_now(request: TeardownRequest, marker: VerifiedMarker | None) -> BoxNow | None:
+    """The box as it is now, from ``manifest_now`` or re-read over SSH."""
+    from rentcheck.pull.teardown import (
+        box_now_from_manifest,
+        marker_path,
+        pulled_roster,
+        read_box_now,
+    )
+
+    if request.manifest_now is not None:
+        return box_now_from_manifest(request.manifest_now)
+    if marker is None or request.host is None:
+        return None  # nothing to compare with: RC801 says so
+    root = request.remote_root
+    if root is None:
+        root = (marker.raw.get("source") or {}).get("remote_root")
+    if not root:
+        raise UsageError(
+            "the marker does not say where the files are on the box (it was not written by "
+            "`rentcheck pull`)",
+            hint="pass --remote-root PATH",
+        )
+    from rentcheck.box.transport import close_all, open_box
+
+    pulled = pulled_roster(marker_path(request.verified)[1], marker)
+    try:
+        box = open_box(
+            request.host, ssh_config=request.ssh_config, connect_timeout=request.connect_timeout
+        )
+        return read_box_now(
+            box, str(root), marker, pulled, rehash=request.rehash, timeout=request.timeout
+        )
+    finally:
+        close_all()
+
+
+def teardown_result(
+    config: Config,
+    request: TeardownRequest,
+    run: GateRun,
+    *,
+    ask: Callable[[MeterStopPlan], bool] | None = None,
+) -> GateResult:
+    """Prerequisites, the box now, the judgement; ``ask`` (a terminal) may approve once
+    everything else holds, by the person typing the platform's verb."""
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.pull.teardown import check_teardown, describe, marker_path, read_marker
+
+    profile, plan = _plan(config, request)
+    order_met = run.precheck()
+    marker, _ = read_marker(request.verified)
+    now, unreadable = None, None
+    try:
+        now = _box_now(request, marker)
+    except (RemoteError, UsageError, FormatError) as exc:
+        unreadable = str(exc)
+
+    def judged(approved: bool) -> Any:
+        return check_teardown(
+            request.verified,
+            now,
+            plan,
+            approved=approved,
+            unreadable=unreadable,
+            rehash=request.rehash,
+        )
+
+    result = judged(request.approve)
+    approval = "--approve" if request.approve else None
+    if ask is not None and result.ready_but_unapproved and order_met and ask(plan):
+        approval = f"typed {plan.verb!r}"
+        result = judged(True)
+    evidence: dict[str, str] = {"manifest": run.manifest} if run.manifest else {}
+    if result.passed and approval:
+        evidence["approval"] = approval
+        with open(marker_path(request.verified)[0], "rb") as handle:
+            evidence["marker"] = "sha256:" + hashlib.sha256(handle.read()).hexdigest()
+    return GateResult(
+        "teardown",
+        list(result.findings),
+        extras={"teardown": {**result.to_dict(), "approval": approval}},
+        files_checked=result.files_checked,
+        host=request.host,
+        profile=profile,
+        evidence=evidence,
+        headline=(describe(result, order_met=order_met).rstrip("\n"),),
+    )
+
+
+def verified_dir(verified: str) -> str:
+    """The pulled root named by ``verified`` (the root itself or its marker)."""
+    return verified if os.path.isdir(verified) else (os.path.dirname(verified) or ".")
