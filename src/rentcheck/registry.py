@@ -2,9 +2,9 @@
 
 A rule pack is an entry point in the group ``rentcheck.rules`` that loads to an iterable of
 ``FileCheck``/``ProjectCheck``/``BoxCheck``/``GateCheck`` objects (or to a zero-argument
-callable returning one); see ``rentcheck.rulepack``. Packs are loaded only when a command needs the rule set, never on
-import. A pack that fails to load, or uses a code prefix rentcheck or an earlier pack owns, is
-named in one warning line and skipped.
+callable returning one); see ``rentcheck.rulepack``. Packs are loaded only when a command
+needs the rule set, never on import. A pack that fails to load, or uses a code prefix
+rentcheck or an earlier pack owns, is named in one warning line and skipped.
 """
 
 from __future__ import annotations

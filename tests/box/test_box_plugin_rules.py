@@ -81,7 +81,7 @@ def test_plugin_box_rules_are_judged_by_the_audit_section(tmp_path: Path) -> Non
 
 
 BROKEN = textwrap.dedent(
-    '''
+    """
     from rentcheck import Applicability, Rule, Severity, box_rule, gate_rule
 
     def rule(code):
@@ -100,7 +100,7 @@ BROKEN = textwrap.dedent(
         return [rule("ZZ999").finding("not mine", host=outcome.host)]
 
     CHECKS = [box_rule(rule("ZZ001"), boom), gate_rule(rule("ZZ002"), wrong_code, gate="audit")]
-    '''
+    """
 )
 
 

@@ -77,7 +77,8 @@ def add_parsers(
 
     from rentcheck.commands.watch import add_watch_parser
 
-    add_watch_parser(sub, common, _connection)
+    # watch takes --host or --hosts (the inventory): run_watch asks for one of them.
+    add_watch_parser(sub, common, lambda p: _connection(p, required=False))
 
 
 def config_of(args: argparse.Namespace) -> Config:
