@@ -82,13 +82,15 @@ class BoxFacts:
 @record
 class GateOutcome:
     """One gate's result as a gate rule sees it, before judgement: the gate, the host it
-    ran for (None for a project gate), its findings and its gate-specific extras (the
-    ``extras`` of the JSON report, e.g. the audit's ``transport`` and ``facts``)."""
+    ran for (None for a project gate), its findings, its gate-specific extras (the
+    ``extras`` of the JSON report, e.g. the audit's ``transport`` and ``facts``) and how
+    many files it checked (lint, verify)."""
 
     gate: str
     host: str | None
     findings: tuple[Finding, ...]
     extras: Mapping[str, Any]
+    files_checked: int = 0
 
 
 @record

@@ -181,7 +181,11 @@ def plugin_findings(result: GateResult) -> list[Finding]:
     from rentcheck.rulepack import GateOutcome
 
     outcome = GateOutcome(
-        gate=result.gate, host=result.host, findings=tuple(result.findings), extras=result.extras
+        gate=result.gate,
+        host=result.host,
+        findings=tuple(result.findings),
+        extras=result.extras,
+        files_checked=result.files_checked,
     )
     return run_plugin_checks(checks, outcome)
 
