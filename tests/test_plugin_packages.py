@@ -79,7 +79,7 @@ def test_install_lists_and_checks_then_uninstall_removes(tmp_path: Path) -> None
     _pip(python, "install", "--no-deps", "--no-build-isolation", "--no-index", *sources, cwd=work)
     after = _codes(python, work)
     added = {c: o for c, o in after.items() if c not in before}
-    assert {c.rstrip("0123456789") for c in added} == {"SLR", "KUBE"} and len(added) == 12
+    assert {c.rstrip("0123456789") for c in added} == {"SLR", "KUBE"} and len(added) == 14
     assert added["SLR001"] == "plugin slurm (rentcheck_slurm)"
     assert added["KUBE001"] == "plugin k8s (rentcheck_k8s)"
     assert {c: o for c, o in after.items() if c in before} == before  # nothing else changed

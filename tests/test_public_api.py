@@ -6,6 +6,8 @@ import rentcheck
 
 EXPECTED = [
     "Applicability",
+    "BoxCheck",
+    "BoxFacts",
     "ConfigError",
     "ConnectError",
     "Edit",
@@ -14,7 +16,9 @@ EXPECTED = [
     "Finding",
     "Fix",
     "FormatError",
+    "GateCheck",
     "GateError",
+    "GateOutcome",
     "HostKeyError",
     "Project",
     "ProjectCheck",
@@ -27,7 +31,9 @@ EXPECTED = [
     "SourceFile",
     "UsageError",
     "__version__",
+    "box_rule",
     "file_rule",
+    "gate_rule",
 ]
 
 

@@ -41,7 +41,7 @@ def test_skypilot_task_is_multi_node() -> None:
 
 
 def test_slurm_array_passes_the_slurm_rules(tmp_path: Path) -> None:
-    from rentcheck_slurm import CHECKS
+    from rentcheck_slurm import FILE_CHECKS as CHECKS
     from rentcheck_slurm.script import parse_script
 
     text = snippets()["slurm"]

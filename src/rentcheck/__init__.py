@@ -25,7 +25,15 @@ _EXPORTS = {
     ),
     "rentcheck.lint.check": ("FileCheck", "Project", "ProjectCheck"),
     "rentcheck.lint.source": ("FileKind", "SourceFile"),
-    "rentcheck.rulepack": ("file_rule",),
+    "rentcheck.rulepack": (
+        "BoxCheck",
+        "BoxFacts",
+        "GateCheck",
+        "GateOutcome",
+        "box_rule",
+        "file_rule",
+        "gate_rule",
+    ),
     "rentcheck.model": (
         "Applicability",
         "Edit",
@@ -55,7 +63,15 @@ if TYPE_CHECKING:
     from rentcheck.lint.check import FileCheck, Project, ProjectCheck
     from rentcheck.lint.source import FileKind, SourceFile
     from rentcheck.model import Applicability, Edit, Finding, Fix, Rule, RuleStatus, Severity
-    from rentcheck.rulepack import file_rule
+    from rentcheck.rulepack import (
+        BoxCheck,
+        BoxFacts,
+        GateCheck,
+        GateOutcome,
+        box_rule,
+        file_rule,
+        gate_rule,
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -75,6 +91,8 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Applicability",
+    "BoxCheck",
+    "BoxFacts",
     "ConfigError",
     "ConnectError",
     "Edit",
@@ -83,7 +101,9 @@ __all__ = [
     "Finding",
     "Fix",
     "FormatError",
+    "GateCheck",
     "GateError",
+    "GateOutcome",
     "HostKeyError",
     "Project",
     "ProjectCheck",
@@ -96,5 +116,7 @@ __all__ = [
     "SourceFile",
     "UsageError",
     "__version__",
+    "box_rule",
     "file_rule",
+    "gate_rule",
 ]

@@ -1,10 +1,10 @@
 """The explicit table of built-in rules, plus third-party rule packs from entry points.
 
 A rule pack is an entry point in the group ``rentcheck.rules`` that loads to an iterable of
-``FileCheck``/``ProjectCheck`` objects (or to a zero-argument callable returning one); see
-``rentcheck.rulepack``. Packs are loaded only when a command needs the rule set, never on
-import. A pack that fails to load, or uses a code prefix rentcheck or an earlier pack owns, is
-named in one warning line and skipped.
+``FileCheck``/``ProjectCheck``/``BoxCheck``/``GateCheck`` objects (or to a zero-argument
+callable returning one); see ``rentcheck.rulepack``. Packs are loaded only when a command
+needs the rule set, never on import. A pack that fails to load, or uses a code prefix
+rentcheck or an earlier pack owns, is named in one warning line and skipped.
 """
 
 from __future__ import annotations
@@ -31,19 +31,31 @@ from rentcheck.lint.shell import (
     transfer,
 )
 from rentcheck.meta_rules import UNKNOWN_CODE_RULE, UNUSED_SUPPRESSION_RULE
-from rentcheck.model import Rule
+from rentcheck.model import Finding, Rule
 from rentcheck.record import field, record
+from rentcheck.rulepack import BoxCheck, GateCheck
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
+    from typing import Any
 
-__all__ = ["ENTRY_POINT_GROUP", "RuleSet", "all_rules", "load_rule_set", "rule_origins"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "RuleSet",
+    "all_rules",
+    "box_checks",
+    "gate_checks",
+    "load_rule_set",
+    "rule_origins",
+    "run_plugin_checks",
+]
 
 ENTRY_POINT_GROUP = "rentcheck.rules"
 CODE_RE = lazy_regex(r"^[A-Z]{2,8}[0-9]{3,4}$")
 
-Check = FileCheck | ProjectCheck
+Check = FileCheck | ProjectCheck | BoxCheck | GateCheck
+_CHECK_TYPES = (FileCheck, ProjectCheck, BoxCheck, GateCheck)
 
 # The order here is the order of `rentcheck rules`.
 BUILTIN_CHECKS: tuple[Check, ...] = (
@@ -110,6 +122,9 @@ class RuleSet:
     file_checks: tuple[FileCheck, ...]
     project_checks: tuple[ProjectCheck, ...]
     plugins: tuple[str, ...]
+    # Plugin checks of a box's audit facts and of a gate's outcome (rentcheck.rulepack).
+    box_checks: tuple[BoxCheck, ...] = ()
+    gate_checks: tuple[GateCheck, ...] = ()
     # code -> where the rule comes from: "rentcheck" or "plugin NAME (module)".
     origins: dict[str, str] = field(default_factory=dict)
     # One line per rule pack that was skipped, naming it and why.
@@ -136,14 +151,27 @@ def _load_pack(ep: EntryPoint) -> tuple[Check, ...]:
     items = loaded() if callable(loaded) else loaded
     pack = tuple(items)
     for item in pack:
-        if not isinstance(item, (FileCheck, ProjectCheck)):
+        if not isinstance(item, _CHECK_TYPES):
             raise TypeError(
-                f"it yielded {type(item).__name__}, not a check "
-                "(a pack yields rentcheck.FileCheck or rentcheck.ProjectCheck objects)"
+                f"it yielded {type(item).__name__}, not a check (a pack yields what "
+                "rentcheck.file_rule, box_rule and gate_rule return)"
             )
         if not CODE_RE.match(item.rule.code):
             raise TypeError(f"its rule code {item.rule.code!r} is malformed (use e.g. ABC123)")
+        if isinstance(item, GateCheck):
+            _known_gate(item)
     return pack
+
+
+def _known_gate(check: GateCheck) -> None:
+    from rentcheck.gates.table import all_gates
+
+    names = [gate.name for gate in all_gates()]
+    if check.gate not in names:
+        raise TypeError(
+            f"its rule {check.rule.code} applies to gate {check.gate!r}, which does not exist "
+            f"(known: {', '.join(names)})"
+        )
 
 
 def _plugin_packs() -> tuple[list[_Pack], list[str]]:
@@ -208,6 +236,8 @@ def _build(
         file_checks=tuple(c for c in all_checks if isinstance(c, FileCheck)),
         project_checks=tuple(c for c in all_checks if isinstance(c, ProjectCheck)),
         plugins=tuple(loaded),
+        box_checks=tuple(c for c in all_checks if isinstance(c, BoxCheck)),
+        gate_checks=tuple(c for c in all_checks if isinstance(c, GateCheck)),
         origins=origins,
         broken=tuple(broken),
     )
@@ -232,6 +262,46 @@ def load_rule_set(with_plugins: bool = True, with_gates: bool = True) -> RuleSet
     rule_set = _build(BUILTIN_CHECKS, packs, gate_rules() if with_gates else (), broken)
     _warn_broken(rule_set.broken)
     return rule_set
+
+
+def box_checks() -> tuple[BoxCheck, ...]:
+    """The plugins' checks of a box's audit facts (the audit gate runs them)."""
+    return load_rule_set(with_gates=False).box_checks
+
+
+def gate_checks(gate: str) -> tuple[GateCheck, ...]:
+    """The plugins' checks of the outcome of ``gate`` (its judgement runs them)."""
+    return tuple(c for c in load_rule_set(with_gates=False).gate_checks if c.gate == gate)
+
+
+def origin_of(code: str) -> str:
+    """Where the rule ``code`` comes from, without loading the gates' rule modules."""
+    return load_rule_set(with_gates=False).origins.get(code, BUILTIN_ORIGIN)
+
+
+def run_plugin_checks(checks: Iterable[BoxCheck | GateCheck], subject: Any) -> list[Finding]:
+    """Every finding of ``checks`` on ``subject``; a check that raises, or returns anything
+    but findings of its own rule, is named in one warning and skipped (foreign code never
+    stops a gate)."""
+    found: list[Finding] = []
+    for check in checks:
+        code = check.rule.code
+        try:
+            results = list(check.run(subject))
+            wrong = [r for r in results if not isinstance(r, Finding) or r.code != code]
+            if wrong:
+                what = wrong[0].code if isinstance(wrong[0], Finding) else type(wrong[0]).__name__
+                raise TypeError(f"it returned {what}, not a finding of {code}")
+        except Exception as exc:  # noqa: BLE001 - any failure of foreign code skips that rule
+            _warn_broken(
+                [
+                    f"rule {code} ({origin_of(code)}) skipped: {type(exc).__name__}: {exc}; "
+                    "fix or uninstall the package that provides it"
+                ]
+            )
+            continue
+        found.extend(results)
+    return found
 
 
 def all_rules(with_plugins: bool = True) -> dict[str, Rule]:

@@ -4,11 +4,21 @@ fails (unreachable, budget too small) fails only its own item."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import pwd
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sshdkit import Sshd, SshLab, keygen, start_sshd
+from sshdkit import Sshd, SshLab, keygen, start_sshd, wait_until
 
 from rentcheck.box.fleet import Host, inventory, select_hosts
 from rentcheck.config import load_config
@@ -124,3 +134,104 @@ def test_inventory_is_validated(tmp_path: Path) -> None:
     (tmp_path / "rentcheck.yaml").write_text("hosts:\n  a: {budgte: 1}\n")
     with pytest.raises(ConfigError, match=r"hosts\.a\.budgte .*unknown key"):
         inventory(load_config(str(tmp_path)))
+
+
+JOB = """
+import time
+for i in range(1, 100000):
+    print("step=%d loss=%.4f" % (i, 1.0 / i), flush=True)
+    time.sleep(0.05)
+"""
+
+
+def _worker_of(out: str) -> dict[str, str]:
+    """item name -> the xdist worker that ran it, from ``-v`` lines ``[gw1] ... PASSED X``."""
+    found = {}
+    for line in out.splitlines():
+        match = re.match(r"\[(gw\d+)\] .*(?:PASSED|FAILED) ::(rentcheck-\w+\[[\w-]+\])", line)
+        if match:
+            found[match.group(2)] = match.group(1)
+    return found
+
+
+def test_every_box_gate_is_an_item_per_host_on_one_connection(
+    pytester: pytest.Pytester,
+    fleet: tuple[dict[str, Sshd], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """audit and watch x four hosts under -n 4 --dist loadgroup: the items of one host run on
+    one worker over one SSH connection; the watch of a live job passes on every reachable host
+    (they are all this machine), the unreachable host fails both of its items with its reason;
+    the controller alone writes one ledger line per gate x host, by inventory name."""
+    from rentcheck.box.launch import LaunchPlan, start_job
+    from rentcheck.box.transport import LocalBox
+    from rentcheck.ledger import LEDGER_SCHEMA, append_entry
+
+    servers, ssh_config = fleet
+    session = "t" + uuid.uuid4().hex[:10]
+    pytester.makefile(
+        ".toml", pyproject=PYPROJECT + f'\n[tool.rentcheck.watch]\nsession = "{session}"\n'
+    )
+    for name in NAMES:  # each host's launch is on record (the watch gate requires it)
+        entry = {"schema": LEDGER_SCHEMA, "gate": "launch", "verdict": "pass", "host": name}
+        append_entry(str(pytester.path), {**entry, "unix_time": time.time()})
+    rundir = tmp_path / "run"
+    rundir.mkdir()
+    (rundir / "job.py").write_text(JOB)
+    plan = LaunchPlan(session=session, argv=(sys.executable, "job.py"), cwd=str(rundir),
+                      ckpt_dir="ckpt")  # fmt: skip
+    # The servers log in as this user, in the HOME of the passwd entry (pytester moved this
+    # process's HOME). Started here, not over SSH: pytester drops modules first imported
+    # during the test, and cryptography does not survive being imported twice.
+    with monkeypatch.context() as env:
+        env.setenv("HOME", pwd.getpwuid(os.getuid()).pw_dir)
+        launched = start_job(LocalBox(), plan, {})
+    try:
+        wait_until(lambda: "step=2" in Path(launched.log).read_text(), "no first steps")
+        result = pytester.runpytest_subprocess(
+            *FAST, "-n", "4", "--dist", "loadgroup", "-v", "--rentcheck-gate", "audit",
+            "--rentcheck-gate", "watch", "--rentcheck-hosts", "all",
+            f"--rentcheck-ssh-config={ssh_config}",
+        )  # fmt: skip
+    finally:
+        with contextlib.suppress(OSError):
+            os.killpg(launched.pgid, signal.SIGKILL)
+        subprocess.run(["tmux", "kill-session", "-t", f"={session}"], capture_output=True,
+                       check=False)  # fmt: skip
+    out = result.stdout.str()
+    result.assert_outcomes(passed=5, failed=3)
+    result.stdout.fnmatch_lines(["*FAILED ::rentcheck-audit?h3-small?*"])
+    for gate in ("audit", "watch"):
+        result.stdout.fnmatch_lines(
+            [f"rentcheck-{gate}?h4-down?: cannot reach h4-down (127.0.0.1:*): connection refused*"]
+        )
+    summary = [line for line in out.splitlines() if line.startswith("rentcheck ")]
+    assert summary == [
+        "rentcheck audit gate: FAILED (2 failed, 2 passed)",
+        "rentcheck watch gate: FAILED (1 failed, 3 passed)",
+    ]
+    workers = _worker_of(out)
+    assert len(workers) == 8, out
+    for name in NAMES:
+        assert workers[f"rentcheck-audit[{name}]"] == workers[f"rentcheck-watch[{name}]"], name
+        # ... and in lifecycle order there: the box is audited before the job is watched.
+        assert out.index(f"ED ::rentcheck-audit[{name}]") < out.index(
+            f"ED ::rentcheck-watch[{name}]"
+        ), name
+    for name in ("h1", "h2", "h3-small"):  # audit and watch shared one login
+        assert servers[name].log_text().count("Accepted publickey") == 1, name
+    ledger = (pytester.path / ".rentcheck" / "ledger.jsonl").read_text().splitlines()
+    recorded = sorted(
+        (e["gate"], e["host"], e["verdict"])
+        for e in map(json.loads, ledger)
+        if e["gate"] != "launch"
+    )
+    assert recorded == sorted(
+        [("audit", "h1", "pass"), ("audit", "h2", "pass"), ("audit", "h3-small", "fail"),
+         ("audit", "h4-down", "fail"), ("watch", "h1", "pass"), ("watch", "h2", "pass"),
+         ("watch", "h3-small", "pass"), ("watch", "h4-down", "fail")]
+    )  # fmt: skip
+    assert all(json.loads(e)["via"] == "pytest" for e in ledger if '"launch"' not in e)
+    states = sorted(p.name for p in (pytester.path / ".rentcheck" / "watch").iterdir())
+    assert states == [f"{name}-{session}.json" for name in ("h1", "h2", "h3-small")]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rentcheck import SourceFile
-from rentcheck_slurm import CHECKS
+from rentcheck_slurm import FILE_CHECKS as CHECKS
 from rentcheck_slurm.rules import RULES
 from rentcheck_slurm.script import parse_script, parse_signal, parse_time
 

@@ -257,6 +257,21 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+def plugin_findings(facts: Facts, settings: AuditSettings, host: str) -> list[Finding]:
+    """The findings of the installed rule packs' box rules (``rentcheck.box_rule``)."""
+    from rentcheck.registry import box_checks, run_plugin_checks
+
+    checks = box_checks()
+    if not checks:
+        return []
+    from rentcheck.record import replace
+    from rentcheck.rulepack import BoxFacts
+
+    box = BoxFacts(host=host, facts=facts, paths=dict(settings.paths))
+    found = run_plugin_checks(checks, box)
+    return [f if f.host else replace(f, host=host) for f in found]
+
+
 def evaluate(
     facts: Facts, settings: AuditSettings, host: str, profile: ProfileView | None = None
 ) -> list[Finding]:
@@ -264,4 +279,5 @@ def evaluate(
     found = [f for rule in RULES for f in rule(facts, settings, host)]
     found += durable_findings(facts, settings, host, profile)
     found += mutation_findings(facts, host)
+    found += plugin_findings(facts, settings, host)
     return sorted(found, key=lambda f: (f.code, f.message))

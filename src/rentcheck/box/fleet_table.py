@@ -1,7 +1,8 @@
 """The merged table of a fleet: one row per host, one column per rule code, with totals.
 
-Used by ``rentcheck audit --hosts`` and ``rentcheck merge``; pure (rows in, lines out). Host
-names and reasons may come from other machines' reports, so every cell is sanitised.
+Used by ``rentcheck audit --hosts``, ``rentcheck watch --hosts`` and ``rentcheck merge``; pure
+(rows in, lines out). Host names and reasons may come from other machines' reports, so every
+cell is sanitised.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ __all__ = ["HostRow", "fleet_table"]
 @dataclass
 class HostRow:
     host: str
-    exit_code: int  # 0 passed, 1 failing findings, 2 could not be checked
+    exit_code: int  # 0 passed, 1 failing findings, 2 could not be checked, 3 dead (watch)
     counts: Mapping[str, int] = field(default_factory=dict)  # code -> findings
     reason: str = ""  # why the host could not be checked
 
     @property
     def status(self) -> str:
-        return {0: "passed", 1: "failed"}.get(self.exit_code, "error")
+        return {0: "passed", 1: "failed", 3: "dead"}.get(self.exit_code, "error")
 
 
 def fleet_table(rows: Sequence[HostRow]) -> list[str]:
@@ -43,7 +44,8 @@ def fleet_table(rows: Sequence[HostRow]) -> list[str]:
     totals = [
         f"{sum(r.counts.get(c, 0) for r in rows):>{w}}" for c, w in zip(codes, cols, strict=True)
     ]
-    tally = {s: sum(1 for r in rows if r.status == s) for s in ("passed", "failed", "error")}
+    states = ("passed", "failed", "dead", "error")
+    tally = {s: sum(1 for r in rows if r.status == s) for s in states}
     summary = ", ".join(f"{n} {s}" for s, n in tally.items() if n)
     lines.append("  ".join([f"{'total':<{width}}", *totals]) + f"  {len(rows)} hosts: {summary}")
     return lines

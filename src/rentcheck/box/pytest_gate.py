@@ -4,8 +4,10 @@
 ``rentcheck audit --host gpu-box`` (settings from the project's rentcheck config) and fails
 with the finding lines. ``--rentcheck-hosts all`` (or a tag) adds one item per host of the
 ``[tool.rentcheck.hosts]`` inventory, each with that host's own settings; ``-k NAME`` picks one.
-Items of one host carry an ``xdist_group`` mark so that
-``--dist loadgroup`` keeps them on one worker, which then uses one connection. Tests marked
+The other box gates (launch, watch) get one item per host of the same inventory
+(``rentcheck.gates.pytest_items.add_table_items``). Every item of one host, whatever its gate,
+carries the host's ``xdist_group`` mark, so that ``--dist loadgroup`` keeps them on one worker,
+which then uses one connection. Tests marked
 ``rentcheck_gate("audit")`` run only when the audit gate was asked for, and get the box as the
 ``rentcheck_box`` fixture. Nothing heavy is imported until a gate item or the fixture runs.
 """
@@ -86,6 +88,10 @@ def pytest_collection_modifyitems(
         audit.setup_gate(GATE, entry.name)
         audit.inventory_host = entry
         items.append(audit)
+    if fleet or hosts:
+        from rentcheck.gates.pytest_items import order_by_phase
+
+        order_by_phase(items)  # the table's launch/watch items of a host come after its audit
 
 
 def inventory_hosts(config: pytest.Config) -> list[Host]:
@@ -134,29 +140,24 @@ class AuditItem(GateItem):
     # Set for a host of the inventory: its alias and its own audit settings.
     inventory_host: Host | None = None
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if self.config.pluginmanager.hasplugin("xdist"):
-            self.add_marker(pytest.mark.xdist_group(name=f"rentcheck-{self.name}"))
-
     def runtest(self) -> None:
-        from rentcheck.box.runner import run_audit
-        from rentcheck.gates.judge import GateResult
+        from rentcheck.box.fleet import Host
+        from rentcheck.box.fleet_run import audit_host
+        from rentcheck.gates.pytest_items import load_project_config
         from rentcheck.registry import all_rules
 
         assert self.host is not None  # noqa: S101 - setup_gate gave it one
-        rc_config, settings = _settings(self.config)
-        target = self.host
-        if self.inventory_host is not None:
-            from rentcheck.box.fleet import host_settings
-
-            ssh_config = self.config.getoption("rentcheck_ssh_config")
-            overrides = {"ssh_config": ssh_config} if ssh_config else {}
-            rc_config, settings = host_settings(rc_config, self.inventory_host, overrides)
-            target = self.inventory_host.alias
-        result = run_audit(target, rc_config, settings, all_rules())
-        gate = GateResult(GATE, result.findings, host=self.host)
-        self.raise_if_failing(rc_config, gate)
+        # The same audit of one host as `rentcheck audit --hosts`: the inventory host's own
+        # settings, or a bare alias (--rentcheck-audit HOST) with the project's.
+        host = self.inventory_host or Host(self.host, self.host, (), {})
+        ssh_config = self.config.getoption("rentcheck_ssh_config")
+        options = {"overrides": {"ssh_config": ssh_config} if ssh_config else {}, "paths": (),
+                   "budget": None}  # fmt: skip
+        outcome = audit_host(load_project_config(self.config), host, options, all_rules())
+        if outcome.error is not None:
+            raise outcome.error
+        assert outcome.result is not None  # noqa: S101 - no error: a result
+        self.raise_if_failing(outcome.config, outcome.result)
 
     def reportinfo(self) -> tuple[str, None, str]:
         return self.name, None, self.name

@@ -217,9 +217,10 @@ def judge_watch(
     clock = time.strftime("%H:%M", time.localtime())
     missing = no_job(facts, host, settings.session)
     if missing is not None:
-        return WatchOutcome(
-            [missing], state, f"{clock} {host} no job {settings.session} DEAD", "DEAD"
-        )
+        line = f"{clock} {host} no job {settings.session} DEAD"
+        event = {"time": facts.get("now"), "host": host, "session": settings.session,
+                 "health": "DEAD", "line": line, "codes": [missing.code]}  # fmt: skip
+        return WatchOutcome([missing], state, line, "DEAD", event)
     status = facts["status"]
     if state.get("start_ticks") != status.get("start_ticks"):  # a new launch: a new baseline
         state = {"start_ticks": status.get("start_ticks"), "pid": status.get("pid")}

@@ -77,7 +77,8 @@ def add_parsers(
 
     from rentcheck.commands.watch import add_watch_parser
 
-    add_watch_parser(sub, common, _connection)
+    # watch takes --host or --hosts (the inventory): run_watch asks for one of them.
+    add_watch_parser(sub, common, lambda p: _connection(p, required=False))
 
 
 def config_of(args: argparse.Namespace) -> Config:
@@ -296,7 +297,8 @@ def launch_check_runner(config: Config, options: dict[str, Any]) -> GateResult:
     host = options.get("host")
     if not host:
         raise UsageError("the launch gate needs a host", hint="pytest --rentcheck-audit HOST")
-    return launch_check_result(config, host, None, None, open_for(None, host))
+    name = options.get("name") or host  # an inventory host's name; host is its alias
+    return launch_check_result(config, name, None, None, _open_for_options(options))
 
 
 def watch_runner(config: Config, options: dict[str, Any]) -> GateResult:
@@ -307,4 +309,12 @@ def watch_runner(config: Config, options: dict[str, Any]) -> GateResult:
     host = options.get("host")
     if not host:
         raise UsageError("the watch gate needs a host", hint="pytest --rentcheck-audit HOST")
-    return watch_result(config, host, {}, open_for(None, host)).result
+    name = options.get("name") or host  # its state file and findings go by the name
+    return watch_result(config, name, {}, _open_for_options(options)).result
+
+
+def _open_for_options(options: dict[str, Any]) -> Box:
+    """The box a pytest item's runner connects to (``--rentcheck-ssh-config`` included)."""
+    from rentcheck.box.transport import open_box
+
+    return open_box(options["host"], ssh_config=options.get("ssh_config"))

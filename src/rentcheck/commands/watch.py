@@ -1,6 +1,8 @@
 """``rentcheck watch``: one probe of a launched job over one connection, one status line.
 
-Meant for cron (one call) or ``--every 10m --for 24h``. State lives here, under
+Meant for cron (one call) or ``--every 10m --for 24h``; ``--hosts TAG|all`` watches the
+inventory's hosts at once (``rentcheck.commands.fleet``) and prints one merged table. State
+lives here, under
 ``.rentcheck/watch/`` (atomic writes); ``--jsonl`` appends each event; ``--on-change CMD``
 runs a local command with the event on stdin when the health or the findings change.
 Exit 0 healthy (or finished with status 0), 1 degraded, 3 dead or finished badly, 2 error.
@@ -47,6 +49,20 @@ def add_watch_parser(
         "--jsonl watch.jsonl",
     )
     connection(watch)
+    watch.add_argument(
+        "--hosts",
+        action="append",
+        metavar="TAG",
+        help="instead of --host: the inventory's hosts ([tool.rentcheck.hosts]): all, a tag or "
+        "a name; watched at once, one merged table (repeatable)",
+    )
+    watch.add_argument(
+        "--jobs",
+        type=int,
+        default=8,
+        metavar="N",
+        help="with --hosts: at most N hosts at a time (8; keeps a jump host's MaxSessions)",
+    )
     watch.add_argument("--jsonl", metavar="FILE", help="append each event as one JSON line")
     watch.add_argument(
         "--on-change",
@@ -146,12 +162,9 @@ def _notify(command: str, event: dict[str, Any]) -> None:
         sys.stderr.write(f"rentcheck: warning: --on-change ran past {ON_CHANGE_TIMEOUT:g} s\n")
 
 
-def _once(args: argparse.Namespace, config: Config) -> int:
-    from rentcheck.box.transport import close_all
-    from rentcheck.commands.launch import open_for
+def _given(args: argparse.Namespace) -> dict[str, Any]:
+    """The watch settings the command line gives."""
     from rentcheck.gates.order import parse_age
-    from rentcheck.gates.run import GateRun
-    from rentcheck.registry import all_rules
 
     given: dict[str, Any] = {"session": args.session, "timeout": args.timeout}
     for key, value in (
@@ -160,17 +173,41 @@ def _once(args: argparse.Namespace, config: Config) -> int:
     ):
         if value is not None:
             given[key] = parse_age(value)
+    return given
+
+
+def _events(args: argparse.Namespace, event: dict[str, Any]) -> None:
+    """--jsonl and --on-change for one host's watch event."""
+    if args.jsonl:
+        _append_jsonl(args.jsonl, event)
+    if args.on_change and event.get("changed"):
+        _notify(args.on_change, event)
+
+
+def _fleet_once(args: argparse.Namespace, config: Config) -> int:
+    from rentcheck.commands.fleet import run_fleet_watch
+
+    code, outcomes = run_fleet_watch(args, config, _given(args))
+    for outcome in outcomes:
+        if outcome.result is not None:
+            _events(args, outcome.result.extras["watch"])
+    return code
+
+
+def _once(args: argparse.Namespace, config: Config) -> int:
+    from rentcheck.box.transport import close_all
+    from rentcheck.commands.launch import open_for
+    from rentcheck.gates.run import GateRun
+    from rentcheck.registry import all_rules
+
+    given = _given(args)
     run = GateRun(config, "watch", host=args.host, force_reason=force_reason(args))
     run.precheck()  # a missing launch is a finding; the job on the box is still probed
     try:
         watched = watch_result(config, args.host, given, open_for(args, args.host))
     finally:
         close_all()
-    event = watched.outcome.event
-    if args.jsonl:
-        _append_jsonl(args.jsonl, event)
-    if args.on_change and event.get("changed"):
-        _notify(args.on_change, event)
+    _events(args, watched.outcome.event)
     verdict = run.conclude(watched.result, exit_zero=args.exit_zero, rules=all_rules())
     code = show(args, run, watched.result, verdict, command="watch", rules=all_rules())
     # The judgement decides whether anything counts; the watch says how bad it is.
@@ -183,15 +220,22 @@ def run_watch(args: argparse.Namespace) -> int:
     from rentcheck.gates.order import parse_age
 
     config = config_of(args)
+    if (args.host is None) == (args.hosts is None):
+        raise UsageError(
+            "watch needs --host HOST or --hosts TAG|all (one of them)",
+            hint="e.g. rentcheck watch --host box, or --hosts all for the inventory",
+        )
+    once = _fleet_once if args.hosts else _once
     if args.every is None:
         if args.for_ is not None:
             raise UsageError("--for needs --every", hint="e.g. --every 10m --for 24h")
-        return _once(args, config)
+        return once(args, config)
     every = parse_age(args.every)
     until = time.monotonic() + parse_age(args.for_ or "24h")
     while True:
-        code = _once(args, config)
-        if code == 3 or time.monotonic() + every > until:
+        code = once(args, config)
+        # One dead job ends a single watch; a fleet keeps watching the others.
+        if (code == 3 and not args.hosts) or time.monotonic() + every > until:
             return code
         sys.stdout.flush()
         time.sleep(every)

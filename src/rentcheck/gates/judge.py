@@ -162,11 +162,32 @@ def judge(
     if section is not None and rules is not None:
         check_selection(config, section, selection, rules)
         _refuse_top_level_codes(config, result.gate, section)
-    kept = tuple(f for f in result.findings if _counted(f, selection))
+    findings = [*result.findings, *plugin_findings(result)]
+    kept = tuple(f for f in findings if _counted(f, selection))
     failing = tuple(
         f for f in kept if f.severity >= selection.fail_level and f.code not in result.advisory
     )
     return Verdict(kept, failing, selection.fail_level, 0 if exit_zero or not failing else 1)
+
+
+def plugin_findings(result: GateResult) -> list[Finding]:
+    """The findings of the installed rule packs' rules on this gate's outcome
+    (``rentcheck.gate_rule``): judged below like the gate's own."""
+    from rentcheck.registry import gate_checks, run_plugin_checks
+
+    checks = gate_checks(result.gate)
+    if not checks:
+        return []
+    from rentcheck.rulepack import GateOutcome
+
+    outcome = GateOutcome(
+        gate=result.gate,
+        host=result.host,
+        findings=tuple(result.findings),
+        extras=result.extras,
+        files_checked=result.files_checked,
+    )
+    return run_plugin_checks(checks, outcome)
 
 
 def _counted(finding: Finding, selection: Selection) -> bool:

@@ -23,7 +23,15 @@ if TYPE_CHECKING:
     from rentcheck.config import Config
     from rentcheck.gates.judge import GateResult
 
-__all__ = ["GateFailure", "GateItem", "GateRecorder", "TableGateItem", "requested_gates"]
+__all__ = [
+    "GateFailure",
+    "GateItem",
+    "GateRecorder",
+    "TableGateItem",
+    "host_group",
+    "order_by_phase",
+    "requested_gates",
+]
 
 GATE_PROPERTY = "rentcheck_gate"
 HOST_PROPERTY = "rentcheck_host"
@@ -67,6 +75,10 @@ class GateItem(pytest.Item):
         self.user_properties.append((GATE_PROPERTY, gate))
         if host is not None:
             self.user_properties.append((HOST_PROPERTY, host))
+            if self.config.pluginmanager.hasplugin("xdist"):
+                # Every gate's item of this host on one worker (--dist loadgroup): one
+                # connection per host, the items in order on it.
+                self.add_marker(pytest.mark.xdist_group(name=host_group(host)))
 
     def raise_if_failing(self, config: Config, result: GateResult) -> None:
         """Judge ``result`` as the CLI does; fail with its headline and finding lines."""
@@ -100,15 +112,38 @@ class GateItem(pytest.Item):
 
 
 class TableGateItem(GateItem):
-    """A gate with no pytest module of its own (a planned or a plugin gate): its
-    prerequisites, then its runner when it has one, judged like every gate."""
+    """A gate with no pytest module of its own (launch, watch, a planned or a plugin gate):
+    its prerequisites, then its runner when it has one, judged like every gate. For a host of
+    the inventory the runner connects to its alias; the item, its findings and the ledger
+    name the host by its inventory name."""
+
+    alias: str | None = None
 
     def runtest(self) -> None:
         from rentcheck.gates.run import GateRun
 
         config = load_project_config(self.config)
         run = GateRun(config, self.gate, host=self.host, via="pytest")
-        self.raise_if_failing(config, run.with_order(run.run_runner({"host": self.host})))
+        options = {
+            "host": self.alias or self.host,
+            "name": self.host,
+            "ssh_config": self.config.getoption("rentcheck_ssh_config", None),
+        }
+        result = run.run_runner(options)
+        if self.host is not None and self.alias not in (None, self.host):
+            from rentcheck.record import replace
+
+            result.host = self.host
+            result.findings = [
+                f if f.host in (None, self.host) else replace(f, host=self.host)
+                for f in result.findings
+            ]
+        self.raise_if_failing(config, run.with_order(result))
+
+
+def host_group(host: str) -> str:
+    """The xdist group of every item of ``host``."""
+    return f"rentcheck-host-{host}"
 
 
 def requested_gates(config: pytest.Config) -> frozenset[str]:
@@ -174,12 +209,14 @@ def add_table_items(session: pytest.Session, items: list[pytest.Item]) -> None:
     from rentcheck.gates.table import all_gates
 
     requested = requested_gates(session.config)
-    hosts: list[str] = list(session.config.getoption("rentcheck_audit", None) or [])
+    # name -> what is connected to: --rentcheck-audit HOST is both; an inventory host
+    # (--rentcheck-hosts all|TAG) is its name, reached by its alias.
+    hosts = {h: h for h in session.config.getoption("rentcheck_audit", None) or []}
     if session.config.getoption("rentcheck_hosts", None):
         from rentcheck.box.pytest_gate import inventory_hosts
 
-        # The inventory's hosts too (--rentcheck-hosts all|TAG), by the alias ssh knows.
-        hosts += [h.alias for h in inventory_hosts(session.config) if h.alias not in hosts]
+        for entry in inventory_hosts(session.config):
+            hosts.setdefault(entry.name, entry.alias)
     for row in all_gates():
         if row.name not in requested or row.pytest_module is not None:
             continue
@@ -193,7 +230,23 @@ def add_table_items(session: pytest.Session, items: list[pytest.Item]) -> None:
             name = f"rentcheck-{row.name}" + (f"[{host}]" if host else "")
             item = TableGateItem.from_parent(session, name=name)
             item.setup_gate(row.name, host)
+            item.alias = hosts.get(host) if host else None
             items.append(item)
+
+
+def order_by_phase(items: list[pytest.Item]) -> None:
+    """The gate items in lifecycle order (audit before launch before watch), in place; every
+    other item keeps its place. Under ``--dist loadgroup`` a host's worker then audits the box
+    before it watches the job."""
+    from rentcheck.gates.table import gate_named
+
+    places = [i for i, item in enumerate(items) if isinstance(item, GateItem)]
+    ordered = sorted(
+        (items[i] for i in places),
+        key=lambda item: gate_named(item.gate).phase_index,  # type: ignore[attr-defined]
+    )
+    for place, item in zip(places, ordered, strict=True):
+        items[place] = item
 
 
 class GateRecorder:
