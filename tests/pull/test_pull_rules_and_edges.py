@@ -23,14 +23,18 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 def test_rule_table_is_complete_and_consistent() -> None:
     table = rules.PULL_RULES
-    assert [r.code for r in table] == [f"RC5{n:02d}" for n in range(1, len(table) + 1)]
+    codes = [r.code for r in table]
+    # 501.. in order without gaps; the loader-parity rules (issue 16) start their own run at 530
+    first = [c for c in codes if c < "RC530"]
+    assert first == [f"RC5{n:02d}" for n in range(1, len(first) + 1)]
+    assert codes[len(first) :] == [f"RC5{n}" for n in range(30, 30 + len(codes) - len(first))]
     assert len({r.name for r in table}) == len(table)
     for r in table:
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", r.name), r.name
         assert r.family == "pull"
         assert all([r.summary, r.why, r.example_bad, r.example_good, r.fix])
         assert r.fix_applicability is Applicability.NONE
-        assert r.default_severity in (Severity.ERROR, Severity.WARNING)
+        assert r.default_severity in (Severity.ERROR, Severity.WARNING, Severity.NOTE)
     constants = {v for k, v in vars(rules).items() if k.isupper() and isinstance(v, str)}
     assert constants == set(rules.RULES_BY_CODE)
 

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from rentcheck.pull.formats.pickle_allowlist import ALLOWED_GLOBALS, normalize_global
 from rentcheck.pull.formats.pickle_machine import (
     LEAF,
+    Global,
     OPS,
+    TORCH_OPS,
     Machine,
     Malformed,
     Obj,
@@ -44,6 +46,8 @@ class PickleReport:
     malformed: str | None
     storages: Mapping[str, StorageRef]
     bad_views: tuple[str, ...]  # tensors whose view exceeds their storage
+    refused: tuple[str, ...] = ()  # what torch's weights_only unpickler would refuse (harmless)
+    capped: str | None = None  # the work cap that stopped the analysis, if one did
 
 
 def _unsafe_opcode(m: Machine, name: str, arg: object) -> None:
@@ -52,12 +56,20 @@ def _unsafe_opcode(m: Machine, name: str, arg: object) -> None:
         module, _, attr = arg.partition(" ")
         qual = normalize_global(module, attr)
         m.globals.setdefault(qual, None)
-        m.flag(f"opcode INST calls '{qual}' (not needed by a state dict)")
+        if qual in m.allowed:  # CPython calls an allowed class: harmless; torch refuses INST
+            m.refuse(f"opcode INST calls '{qual}'")
+        else:
+            m.flag(f"opcode INST calls '{qual}' (not needed by a state dict)")
         m.pop_mark()
-        m.push(Obj(qual))
+        m.push(Obj(qual, qual))
     elif name == "OBJ":
         items = m.pop_mark()
-        what = kind(items[0]) if items else "nothing"
+        first = items[0] if items else None
+        if isinstance(first, Global) and first.name in m.allowed:
+            m.refuse(f"opcode OBJ calls '{first.name}'")
+            m.push(Obj(first.name, first.name))
+            return
+        what = kind(first) if items else "nothing"
         m.flag(f"opcode OBJ calls {what} (not needed by a state dict)")
         m.push(Obj())
     else:
@@ -96,8 +108,10 @@ def scan_pickle(
                     ) from None
                 end = (pos or 0) + 1
                 if count > max_ops:
-                    m.flag(f"pickle has more than {max_ops} opcodes; too large to prove safe")
+                    m.capped = f"more than {max_ops} opcodes"
                     raise Malformed(f"analysis stopped after {max_ops} opcodes")
+                if opcode.name not in TORCH_OPS:
+                    m.refuse(f"opcode {opcode.name}")
                 if opcode.name == "STOP":
                     if m.marks or len(m.stack) != 1:
                         raise Malformed("STOP with a stack that does not hold exactly one object")
@@ -110,6 +124,8 @@ def scan_pickle(
         except Malformed as exc:
             malformed = str(exc) if "(after byte" in str(exc) else f"{exc} (at byte {end - 1})"
     storages = _finish_storages(m)
+    if m.capped is None and malformed and "stack deeper than" in malformed:
+        m.capped = malformed.split(" (at byte")[0]
     return PickleReport(
         end=end,
         protocol=m.protocol,
@@ -118,6 +134,8 @@ def scan_pickle(
         malformed=malformed,
         storages=storages,
         bad_views=tuple(dict.fromkeys(m.bad_views)),
+        refused=tuple(m.refused),
+        capped=m.capped,
     )
 
 
