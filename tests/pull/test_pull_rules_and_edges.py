@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -55,14 +56,26 @@ def test_finite_scan_skipped_without_numpy(corpus: Path) -> None:
     assert all(line.endswith("[('RC517', 'warning')]") for line in lines), lines
 
 
-@pytest.mark.filterwarnings("ignore:Detected pickle protocol 4")
-def test_deep_load_failure_is_reported(tmp_path: Path) -> None:
+def test_protocol_4_save_is_torch_will_refuse_not_hostile(tmp_path: Path) -> None:
     torch.save({"w": torch.ones(3)}, tmp_path / "p4.pt", pickle_protocol=4)
     _, findings = verify_file(tmp_path / "p4.pt")
-    assert findings == []  # safe data, well-formed: only torch's own loader refuses it
-    _, findings = verify_file(tmp_path / "p4.pt", deep=True)
+    assert [f.code for f in findings] == ["RC530"]  # safe data; torch's loader refuses it
+    assert "protocol-4" in findings[0].message and "FRAME" in findings[0].message
+
+
+def test_deep_load_failure_is_reported(tmp_path: Path) -> None:
+    # An integer tensor saved with requires_grad=True: well-formed and safe, only torch's
+    # own rebuild refuses it.
+    torch.save({"w": torch.arange(3)}, tmp_path / "i.pt")
+    with zipfile.ZipFile(tmp_path / "i.pt") as zin, zipfile.ZipFile(tmp_path / "g.pt", "w") as z:
+        for name in zin.namelist():
+            data = zin.read(name)
+            z.writestr(name, data.replace(b"\x89", b"\x88") if name.endswith("data.pkl") else data)
+    _, findings = verify_file(tmp_path / "g.pt")
+    assert findings == []
+    _, findings = verify_file(tmp_path / "g.pt", deep=True)
     assert [f.code for f in findings] == ["RC519"]
-    assert "Unsupported operand" in findings[0].message or "Weights only" in findings[0].message
+    assert "require gradients" in findings[0].message
 
 
 def test_file_replaced_after_listing_is_not_read(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from rentcheck.model import Finding, Severity
 from rentcheck.pull.deep import DEEP_KINDS, deep_check
 from rentcheck.pull.formats.base import Issue
 from rentcheck.pull.formats.dispatch import Choice, choose_validator
+from rentcheck.pull.formats.policy import VerifyPolicy
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES
 from rentcheck.pull.formats.text import TextValidator
 from rentcheck.pull.manifest import ManifestEntry
@@ -23,6 +24,8 @@ from rentcheck.pull.rules import (
     DEEP_LOAD_FAILED,
     DIGEST_MISMATCH,
     FILE_UNREADABLE,
+    NON_FINITE_NOTE,
+    NON_FINITE_TENSOR,
     RULES_BY_CODE,
     SIZE_MISMATCH,
 )
@@ -72,6 +75,7 @@ class CheckOptions:
     progress: OnProgress | None = None  # (bytes read, files finished), after each read
     pool: BufferPool | None = None  # read buffers shared by the workers of one run
     pipeline: bool = True  # large files: hash on a helper thread (see readpipe)
+    policy: VerifyPolicy = VerifyPolicy()  # presets, per-file policies, NaN/Inf by path
 
 
 @dataclass(slots=True)
@@ -175,18 +179,36 @@ def _read_small(lf: LocalFile, fd: int, st: os.stat_result, opts: CheckOptions) 
         digest = hashlib.sha256(piece).hexdigest()
     if opts.progress is not None:
         opts.progress(n, 1)
-    return _outcome(lf, st, after, n, digest=digest, choice=choice)
+    return _outcome(lf, st, after, n, digest=digest, choice=choice, policy=opts.policy)
 
 
 def _choose(lf: LocalFile, st: os.stat_result, head: bytes, fd: int, opts: CheckOptions) -> Choice:
+    allowed, full_pickle = opts.policy.for_file(lf.rel)
     return choose_validator(
         lf.rel,
         st.st_size,
         head,
         lambda off, k: os.pread(fd, k, off),
-        extra_allowed=opts.allowed,
+        extra_allowed=(*opts.allowed, *allowed) if allowed else opts.allowed,
         max_header=opts.max_header,
+        full_pickle=full_pickle,
     )
+
+
+def _by_path(issues: list[Issue], policy: VerifyPolicy) -> list[Issue]:
+    """NaN/Inf in a tensor the policy calls a note (a callback's +-inf sentinel) -> RC531."""
+    if not any(i.code == NON_FINITE_TENSOR for i in issues):
+        return issues
+    out = []
+    for issue in issues:
+        tensor = issue.details.get("tensor")
+        if issue.code == NON_FINITE_TENSOR and isinstance(tensor, str):
+            if policy.nonfinite_action(tensor) == "note":
+                issue = Issue(
+                    NON_FINITE_NOTE, issue.message + " (a callback/loop value)", issue.details
+                )
+        out.append(issue)
+    return out
 
 
 def _read_chunked(lf: LocalFile, fd: int, st: os.stat_result, opts: CheckOptions) -> Outcome:
@@ -217,7 +239,9 @@ def _read_chunked(lf: LocalFile, fd: int, st: os.stat_result, opts: CheckOptions
         f.close()
     if opts.progress is not None:
         opts.progress(0, 1)
-    return _outcome(lf, st, after, total, digest=hasher.sha.hexdigest(), choice=choice)
+    return _outcome(
+        lf, st, after, total, digest=hasher.sha.hexdigest(), choice=choice, policy=opts.policy
+    )
 
 
 def _outcome(
@@ -228,14 +252,16 @@ def _outcome(
     *,
     digest: str,
     choice: Choice,
+    policy: VerifyPolicy,
 ) -> Outcome:
     issues = choice.validator.finish() if choice.validator is not None else []
+    issues = _by_path(issues, policy)
     if (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns) or total != st.st_size:
         issues.append(Issue(FILE_UNREADABLE, "changed while it was being verified"))
     tensors = choice.validator.tensors if choice.validator is not None else ()
     verdict = FileVerdict(lf.rel, total, st.st_mtime_ns, digest, choice.kind, len(tensors), 0)
     out = Outcome(verdict, issues, read=total)
-    if choice.kind == "safetensors":
+    if choice.kind in ("safetensors", "torch-zip", "torch-legacy"):
         out.tensor_names = frozenset(t.name for t in tensors)
     if isinstance(choice.validator, TextValidator):
         out.index = choice.validator.value

@@ -44,10 +44,42 @@ MAX_MEMO = 1_000_000  # memo entries (one per PUT/MEMOIZE of a distinct index)
 #: The opcodes torch 2.13's ``weights_only`` unpickler implements (``_weights_only_unpickler``);
 #: any other opcode makes it raise "Unsupported operand".
 TORCH_OPS = frozenset(
-    "GLOBAL NEWOBJ REDUCE BUILD APPEND APPENDS SETITEM SETITEMS MARK TUPLE TUPLE1 TUPLE2 TUPLE3 "
-    "NONE NEWFALSE NEWTRUE EMPTY_TUPLE EMPTY_LIST EMPTY_DICT EMPTY_SET BININT BININT1 BININT2 "
-    "BINFLOAT BINUNICODE SHORT_BINSTRING BINPERSID BINGET LONG_BINGET BINPUT LONG_BINPUT LONG1 "
-    "PROTO STOP".split()
+    [
+        "GLOBAL",
+        "NEWOBJ",
+        "REDUCE",
+        "BUILD",
+        "APPEND",
+        "APPENDS",
+        "SETITEM",
+        "SETITEMS",
+        "MARK",
+        "TUPLE",
+        "TUPLE1",
+        "TUPLE2",
+        "TUPLE3",
+        "NONE",
+        "NEWFALSE",
+        "NEWTRUE",
+        "EMPTY_TUPLE",
+        "EMPTY_LIST",
+        "EMPTY_DICT",
+        "EMPTY_SET",
+        "BININT",
+        "BININT1",
+        "BININT2",
+        "BINFLOAT",
+        "BINUNICODE",
+        "SHORT_BINSTRING",
+        "BINPERSID",
+        "BINGET",
+        "LONG_BINGET",
+        "BINPUT",
+        "LONG_BINPUT",
+        "LONG1",
+        "PROTO",
+        "STOP",
+    ]
 )
 #: Modules torch refuses even when a user allow-lists a name in them.
 TORCH_BLOCKED_MODULES = frozenset({"sys", "os", "posix", "nt"})
@@ -116,9 +148,7 @@ class Tuple:
 
 LEAF = object()
 # Every empty list/dict/set (one shared object per type) until a tensor is added to it.
-EMPTIES = {
-    name: Obj(None, name) for name in ("builtins.list", "builtins.dict", "builtins.set")
-}
+EMPTIES = {name: Obj(None, name) for name in ("builtins.list", "builtins.dict", "builtins.set")}
 _SHARED = frozenset(id(o) for o in EMPTIES.values())
 
 
@@ -184,7 +214,9 @@ class Machine:
             return [("", value.key)]
         return []
 
-    def copy_refs(self, head: str, refs: list[tuple[str, str]], into: list[tuple[str, str]]) -> None:
+    def copy_refs(
+        self, head: str, refs: list[tuple[str, str]], into: list[tuple[str, str]]
+    ) -> None:
         """Append ``refs`` under ``head`` to ``into`` while the naming budget lasts: one item
         referenced a million times through the memo must not cost a million copies."""
         room = MAX_REFS - self.nrefs

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from rentcheck.pull.formats.pickle_allowlist import ALLOWED_GLOBALS, normalize_global
 from rentcheck.pull.formats.pickle_machine import (
     LEAF,
-    Global,
     OPS,
     TORCH_OPS,
+    Global,
     Machine,
     Malformed,
     Obj,
@@ -48,6 +48,7 @@ class PickleReport:
     bad_views: tuple[str, ...]  # tensors whose view exceeds their storage
     refused: tuple[str, ...] = ()  # what torch's weights_only unpickler would refuse (harmless)
     capped: str | None = None  # the work cap that stopped the analysis, if one did
+    ops: int = 0  # opcodes analysed
 
 
 def _unsafe_opcode(m: Machine, name: str, arg: object) -> None:
@@ -89,7 +90,7 @@ def scan_pickle(
     m = Machine(ALLOWED_GLOBALS | frozenset(extra_allowed))
     stream = io.BytesIO(data)
     stream.seek(start)
-    end, malformed = start, None
+    end, malformed, count = start, None, 0
     ops = pickletools.genops(stream)
     # A crafted STRING opcode makes pickletools warn about its escapes; the scan judges the
     # bytes, the user's terminal need not hear about them.
@@ -136,6 +137,7 @@ def scan_pickle(
         bad_views=tuple(dict.fromkeys(m.bad_views)),
         refused=tuple(m.refused),
         capped=m.capped,
+        ops=count,
     )
 
 

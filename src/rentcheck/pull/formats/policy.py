@@ -59,6 +59,30 @@ HF_TRAINING_ARGS: tuple[str, ...] = (
 )
 
 
+#: What torch.distributed.checkpoint pickles into ``.metadata`` (read back by a plain
+#: ``pickle.load`` in ``FileSystemReader.read_metadata``): its own dataclasses and a path.
+DCP_METADATA: tuple[str, ...] = (
+    *(
+        f"torch.distributed.checkpoint.metadata.{name}"
+        for name in (
+            "Metadata",
+            "TensorStorageMetadata",
+            "BytesStorageMetadata",
+            "ChunkStorageMetadata",
+            "TensorProperties",
+            "MetadataIndex",
+            "StorageMeta",
+            "_MEM_FORMAT_ENCODING",
+        )
+    ),
+    "torch.distributed.checkpoint.filesystem._StorageInfo",
+    "pathlib.PosixPath",
+    "pathlib.PurePosixPath",
+    "pathlib.WindowsPath",
+    "pathlib.PureWindowsPath",
+)
+
+
 @dataclass(frozen=True)
 class FilePolicy:
     """A policy for the files matching ``glob``."""
@@ -101,6 +125,9 @@ PRESETS: dict[str, Preset] = {
     )
 }
 
+#: Built in, whatever the configuration: DCP's ``.metadata`` is DCP's pickle, read by DCP.
+BUILTIN_FILES: tuple[FilePolicy, ...] = (FilePolicy(".metadata", DCP_METADATA),)
+
 #: (tensor path glob, action), first match wins; user entries go before these.
 DEFAULT_NONFINITE_PATHS: tuple[tuple[str, str], ...] = (
     ("callbacks.*", "note"),
@@ -113,7 +140,7 @@ class VerifyPolicy:
     """The allow-list and NaN/Inf policy of one verify run, resolved per file."""
 
     allow_globals: tuple[str, ...] = ()
-    files: tuple[FilePolicy, ...] = ()
+    files: tuple[FilePolicy, ...] = BUILTIN_FILES
     nonfinite_paths: tuple[tuple[str, str], ...] = DEFAULT_NONFINITE_PATHS
 
     @classmethod
@@ -125,7 +152,7 @@ class VerifyPolicy:
         files: Iterable[FilePolicy] = (),
         nonfinite_paths: Mapping[str, str] | None = None,
     ) -> VerifyPolicy:
-        allowed, policies = list(allow_globals), list(files)
+        allowed, policies = list(allow_globals), [*BUILTIN_FILES, *files]
         for name in presets:
             preset = PRESETS[name]
             allowed += preset.allow_globals

@@ -24,7 +24,15 @@ from rentcheck.pull.formats.zipdir import (
     parse_local_header,
     read_central_directory,
 )
-from rentcheck.pull.rules import PICKLE_MALFORMED, TORCH_ZIP_CORRUPT, UNSAFE_PICKLE
+from rentcheck.pull.rules import (
+    KNOWN_FULL_PICKLE,
+    PICKLE_MALFORMED,
+    TORCH_WILL_REFUSE,
+    TORCH_ZIP_CORRUPT,
+    TORCHSCRIPT_ARCHIVE,
+    UNSAFE_PICKLE,
+    VERIFY_LIMIT_REACHED,
+)
 
 __all__ = ["MAX_PICKLE_BYTES", "TorchZipValidator", "crc32", "pickle_issues"]
 
@@ -45,22 +53,74 @@ def _crc32_function() -> Callable[[Any, int], int]:
 crc32 = _crc32_function()
 
 
-def pickle_issues(report: PickleReport, what: str) -> list[Issue]:
-    """RC513/RC514 issues for one analysed pickle."""
+def pickle_issues(
+    report: PickleReport, what: str, *, torch: bool = True, full_pickle: bool = False
+) -> list[Issue]:
+    """The issues of one analysed pickle: hostile (RC514), a work cap (RC533), damage (RC513);
+    then, for a pickle ``torch.load`` reads (``torch``), what its weights_only unpickler would
+    refuse (RC530), or the note for a known full pickle (RC534)."""
     issues = [
         Issue(UNSAFE_PICKLE, f"{what}: {u}", {"globals": list(report.globals)})
         for u in report.unsafe
     ]
-    if report.malformed:
+    if report.capped:
+        issues.append(
+            Issue(
+                VERIFY_LIMIT_REACHED,
+                f"{what}: {report.capped}; more than any real checkpoint needs, not proved safe",
+            )
+        )
+    elif report.malformed:
         issues.append(Issue(PICKLE_MALFORMED, f"{what}: {report.malformed}"))
+    if report.unsafe or report.capped or report.malformed:
+        return issues
+    if full_pickle:
+        names = list(report.globals)
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        issues.append(
+            Issue(
+                KNOWN_FULL_PICKLE,
+                f"{what}: a known full pickle (per-file policy) naming {shown or 'no globals'}; "
+                "every one is on its per-file list",
+                {"globals": names},
+            )
+        )
+    elif torch and report.refused:
+        proto = f" (a protocol-{report.protocol} pickle)" if (report.protocol or 2) > 2 else ""
+        issues.append(
+            Issue(
+                TORCH_WILL_REFUSE,
+                f"{what}: torch will refuse to load this with weights_only=True{proto}: "
+                + "; ".join(report.refused[:3]),
+                {"refused": list(report.refused[:50])},
+            )
+        )
     return issues
 
 
 class TorchZipValidator:
-    def __init__(self, file_size: int, pread: PRead, *, extra_allowed: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        file_size: int,
+        pread: PRead,
+        *,
+        extra_allowed: Iterable[str] = (),
+        full_pickle: bool = False,
+        torchscript: bool = False,
+    ) -> None:
         self._size = file_size
         self._allowed = tuple(extra_allowed)
+        self._full_pickle = full_pickle
+        self._torchscript = torchscript
         self._issues: list[Issue] = []
+        if torchscript:
+            self._issues.append(
+                Issue(
+                    TORCHSCRIPT_ARCHIVE,
+                    "TorchScript: weights_only refuses it (torch.load hands it to "
+                    "torch.jit.load, which runs the archive's code); records and CRCs checked",
+                )
+            )
         self._scanner = FiniteScanner()
         self._pos = 0
         self._records: list[ZipRecord] = []
@@ -98,7 +158,7 @@ class TorchZipValidator:
         prefix = self._records[0].name.split("/", 1)[0] + "/"
         if not all(r.name.startswith(prefix) for r in self._records):
             self._corrupt("records do not share one top-level folder (not a torch.save archive)")
-        if not any(r.name == prefix + "data.pkl" for r in self._records):
+        if not self._torchscript and not any(r.name == prefix + "data.pkl" for r in self._records):
             self._corrupt(f"no {prefix}data.pkl record (not a torch.save archive)")
         return prefix
 
@@ -176,7 +236,8 @@ class TorchZipValidator:
         self._crc = 0
         self._start_of[rec.name] = self._pos
         self._data_end = self._pos + rec.csize
-        self._pickle = bytearray() if rec.name == self._prefix + "data.pkl" else None
+        wanted = rec.name == self._prefix + "data.pkl" and not self._torchscript
+        self._pickle = bytearray() if wanted else None
         self._byteorder = bytearray() if rec.name == self._prefix + "byteorder" else None
         self._add_span(rec)
         self._flags = flags
@@ -239,7 +300,7 @@ class TorchZipValidator:
             )
             return
         self._report = scan_pickle(bytes(self._pickle), extra_allowed=self._allowed)
-        self._issues += pickle_issues(self._report, rec.name)
+        self._issues += pickle_issues(self._report, rec.name, full_pickle=self._full_pickle)
         if not self._report.malformed and self._report.end != rec.csize:
             self._issues.append(
                 Issue(
