@@ -15,9 +15,11 @@ from rentcheck.model import Finding, Severity
 from rentcheck.pull.deep import DEEP_KINDS, deep_check
 from rentcheck.pull.formats.base import Issue
 from rentcheck.pull.formats.dispatch import Choice, choose_validator
+from rentcheck.pull.formats.legacy import PickleStreamValidator
 from rentcheck.pull.formats.policy import VerifyPolicy
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES
 from rentcheck.pull.formats.text import TextValidator
+from rentcheck.pull.formats.torchzip import TorchZipValidator
 from rentcheck.pull.manifest import ManifestEntry
 from rentcheck.pull.readpipe import INLINE_CHUNK, RING, BufferPool, Hasher
 from rentcheck.pull.rules import (
@@ -42,6 +44,7 @@ __all__ = [
 ]
 
 CHUNK_SIZE = 8 * 1024 * 1024
+DEFAULT_POLICY = VerifyPolicy()
 _O_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NOFOLLOW", 0)
@@ -75,7 +78,7 @@ class CheckOptions:
     progress: OnProgress | None = None  # (bytes read, files finished), after each read
     pool: BufferPool | None = None  # read buffers shared by the workers of one run
     pipeline: bool = True  # large files: hash on a helper thread (see readpipe)
-    policy: VerifyPolicy = VerifyPolicy()  # presets, per-file policies, NaN/Inf by path
+    policy: VerifyPolicy = DEFAULT_POLICY  # presets, per-file policies, NaN/Inf by path
 
 
 @dataclass(slots=True)
@@ -202,12 +205,16 @@ def _by_path(issues: list[Issue], policy: VerifyPolicy) -> list[Issue]:
     out = []
     for issue in issues:
         tensor = issue.details.get("tensor")
-        if issue.code == NON_FINITE_TENSOR and isinstance(tensor, str):
-            if policy.nonfinite_action(tensor) == "note":
-                issue = Issue(
-                    NON_FINITE_NOTE, issue.message + " (a callback/loop value)", issue.details
-                )
-        out.append(issue)
+        note = (
+            issue.code == NON_FINITE_TENSOR
+            and isinstance(tensor, str)
+            and policy.nonfinite_action(tensor) == "note"
+        )
+        if note:
+            message = f"{issue.message} (a callback/loop value, not a weight)"
+            out.append(Issue(NON_FINITE_NOTE, message, issue.details))
+        else:
+            out.append(issue)
     return out
 
 
@@ -261,7 +268,9 @@ def _outcome(
     tensors = choice.validator.tensors if choice.validator is not None else ()
     verdict = FileVerdict(lf.rel, total, st.st_mtime_ns, digest, choice.kind, len(tensors), 0)
     out = Outcome(verdict, issues, read=total)
-    if choice.kind in ("safetensors", "torch-zip", "torch-legacy"):
+    if isinstance(choice.validator, (TorchZipValidator, PickleStreamValidator)):
+        out.tensor_names = choice.validator.tensor_paths
+    elif choice.kind == "safetensors":
         out.tensor_names = frozenset(t.name for t in tensors)
     if isinstance(choice.validator, TextValidator):
         out.index = choice.validator.value
@@ -301,7 +310,8 @@ def check_one(lf: LocalFile, expected: ManifestEntry | None, opts: CheckOptions)
         else 0
     )
     if opts.deep and v.kind in DEEP_KINDS and not errors:
-        why = deep_check(lf.path, v.kind)
+        allowed, _ = opts.policy.for_file(lf.rel)
+        why = deep_check(lf.path, v.kind, (*opts.allowed, *allowed))
         if why is not None:
             out.issues.append(Issue(DEEP_LOAD_FAILED, why))
             errors += 1
@@ -319,6 +329,7 @@ def verify_file(
     extra_allowed_globals: Iterable[str] = (),
     chunk_size: int = CHUNK_SIZE,
     max_header: int = MAX_HEADER_BYTES,
+    policy: VerifyPolicy = DEFAULT_POLICY,
 ) -> tuple[FileVerdict, list[Finding]]:
     """Check one file (no roster): digest, structure, safety, NaN/Inf; findings use ``rel``.
 
@@ -332,6 +343,12 @@ def verify_file(
         issue = Issue(FILE_UNREADABLE, f"cannot stat: {exc.strerror}")
         return FileVerdict(name, 0, 0, None, "unread", 0, 1), [to_finding(issue, name)]
     lf = LocalFile(name, real, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
-    opts = CheckOptions(deep, tuple(extra_allowed_globals), max(64 * 1024, chunk_size), max_header)
+    opts = CheckOptions(
+        deep,
+        tuple(extra_allowed_globals),
+        max(64 * 1024, chunk_size),
+        max_header,
+        policy=policy,
+    )
     out = check_one(lf, expected, opts)
     return out.verdict, [to_finding(issue, name) for issue in out.issues]

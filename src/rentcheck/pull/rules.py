@@ -426,7 +426,10 @@ PULL_RULES: tuple[Rule, ...] = (
     Rule(
         code=TORCH_WILL_REFUSE,
         name="torch-will-refuse",
-        summary="torch will refuse to load this with weights_only=True, though nothing in it is hostile.",
+        summary=(
+            "torch will refuse to load this with weights_only=True, though nothing in it is "
+            "hostile."
+        ),
         why=(
             "torch.load's weights_only unpickler implements a subset of protocol 2 and checks "
             "the type BUILD applies to; a pickle written at protocol 4 (FRAME, MEMOIZE), a "

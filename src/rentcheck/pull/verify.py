@@ -20,7 +20,7 @@ from typing import Protocol
 from rentcheck.errors import FormatError
 from rentcheck.model import Finding, Severity
 from rentcheck.pull import manifest_builder as builder
-from rentcheck.pull.crosscheck import check_safetensors_index
+from rentcheck.pull.crosscheck import SHARD_KINDS, check_index
 from rentcheck.pull.filecheck import (
     CHUNK_SIZE,
     CheckOptions,
@@ -31,6 +31,7 @@ from rentcheck.pull.filecheck import (
     verify_file,
 )
 from rentcheck.pull.formats.base import Issue
+from rentcheck.pull.formats.policy import VerifyPolicy
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES
 from rentcheck.pull.manifest import Manifest, load_manifest, normalize_path
 from rentcheck.pull.nogc import collector_paused
@@ -162,6 +163,7 @@ def verify_tree(
     chunk_size: int = CHUNK_SIZE,
     max_header: int = MAX_HEADER_BYTES,
     progress: Progress | None = None,
+    policy: VerifyPolicy | None = None,
 ) -> VerifyResult:
     """Check ``local_root`` against ``manifest`` (or only structure/safety when it is None).
 
@@ -178,6 +180,7 @@ def verify_tree(
             chunk_size=chunk_size,
             max_header=max_header,
             progress=progress,
+            policy=policy,
         )
 
 
@@ -192,6 +195,7 @@ def _verify_tree(
     chunk_size: int,
     max_header: int,
     progress: Progress | None,
+    policy: VerifyPolicy | None,
 ) -> VerifyResult:
     root = os.fspath(local_root)
     local, problem_list = scan_tree(root)
@@ -215,6 +219,7 @@ def _verify_tree(
         # Enough files to keep every worker busy: read inline, cache-friendly; otherwise
         # give each large file a helper thread for its hash (see readpipe).
         pipeline=workers == 1 or len(big) < 2 * workers,
+        policy=policy or VerifyPolicy(),
     )
     if progress is not None:
         progress.start(sum(local[rel].size for rel in todo), len(todo))
@@ -228,11 +233,11 @@ def _verify_tree(
     shards: dict[str, frozenset[str]] = {}
     for out in outcomes:
         findings += [to_finding(issue, out.verdict.path) for issue in out.issues]
-        if out.verdict.kind == "safetensors" and out.verdict.errors == 0:
+        if out.verdict.kind in SHARD_KINDS and out.verdict.errors == 0:
             shards[out.verdict.path] = out.tensor_names
     for out in outcomes:
-        if out.verdict.path.endswith(".safetensors.index.json") and out.index is not None:
-            issues = check_safetensors_index(out.verdict.path, out.index, shards)
+        if out.index is not None:
+            issues = check_index(out.verdict.path, out.index, shards)
             findings += [to_finding(issue, out.verdict.path) for issue in issues]
     return VerifyResult(
         root=root,
@@ -270,6 +275,7 @@ def verify_pull(
     chunk_size: int = CHUNK_SIZE,
     max_header: int = MAX_HEADER_BYTES,
     progress: Progress | None = None,
+    policy: VerifyPolicy | None = None,
 ) -> VerifyResult:
     """Load ``manifest_path`` (default ``LOCAL_ROOT/PULL_MANIFEST.json``) and verify.
 
@@ -295,6 +301,7 @@ def verify_pull(
         chunk_size=chunk_size,
         max_header=max_header,
         progress=progress,
+        policy=policy,
     )
     if problem is None:
         return result

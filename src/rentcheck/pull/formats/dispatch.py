@@ -163,10 +163,8 @@ def choose_validator(
             or any(n.endswith("data.pkl") for n in names)
             or (suffix in CHECKPOINT_SUFFIXES)
         ):
-            validator = TorchZipValidator(
-                size, pread, extra_allowed=allowed, full_pickle=full_pickle
-            )
-            return Choice("torch-zip", validator)
+            zipped = TorchZipValidator(size, pread, extra_allowed=allowed, full_pickle=full_pickle)
+            return Choice("torch-zip", zipped)
         return Choice("data", None)
     binary_pickle = head[:1] == b"\x80"
     if suffix in _TEXT and not binary_pickle:

@@ -127,6 +127,13 @@ class PickleStreamValidator:
         self._end = 0
 
     @property
+    def tensor_paths(self) -> frozenset[str]:
+        """The dotted path of every tensor in the object (legacy: the fourth pickle)."""
+        if self._legacy and len(self._reports) > 3:
+            return self._reports[3].tensor_paths
+        return frozenset()
+
+    @property
     def tensors(self) -> tuple[TensorInfo, ...]:
         return tuple(
             TensorInfo(s.tensor or s.key, s.storage_type, s.numel * s.itemsize) for s in self._queue

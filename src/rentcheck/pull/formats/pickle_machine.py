@@ -44,7 +44,7 @@ MAX_MEMO = 1_000_000  # memo entries (one per PUT/MEMOIZE of a distinct index)
 #: The opcodes torch 2.13's ``weights_only`` unpickler implements (``_weights_only_unpickler``);
 #: any other opcode makes it raise "Unsupported operand".
 TORCH_OPS = frozenset(
-    [
+    {
         "GLOBAL",
         "NEWOBJ",
         "REDUCE",
@@ -79,7 +79,7 @@ TORCH_OPS = frozenset(
         "LONG1",
         "PROTO",
         "STOP",
-    ]
+    }
 )
 #: Modules torch refuses even when a user allow-lists a name in them.
 TORCH_BLOCKED_MODULES = frozenset({"sys", "os", "posix", "nt"})

@@ -49,6 +49,7 @@ class PickleReport:
     refused: tuple[str, ...] = ()  # what torch's weights_only unpickler would refuse (harmless)
     capped: str | None = None  # the work cap that stopped the analysis, if one did
     ops: int = 0  # opcodes analysed
+    tensor_paths: frozenset[str] = frozenset()  # dotted path of every tensor in the object
 
 
 def _unsafe_opcode(m: Machine, name: str, arg: object) -> None:
@@ -125,6 +126,7 @@ def scan_pickle(
         except Malformed as exc:
             malformed = str(exc) if "(after byte" in str(exc) else f"{exc} (at byte {end - 1})"
     storages = _finish_storages(m)
+    paths = frozenset(p for value in m.stack[-1:] for p, _ in m.refs_of(value) if p)
     if m.capped is None and malformed and "stack deeper than" in malformed:
         m.capped = malformed.split(" (at byte")[0]
     return PickleReport(
@@ -138,6 +140,7 @@ def scan_pickle(
         refused=tuple(m.refused),
         capped=m.capped,
         ops=count,
+        tensor_paths=paths,
     )
 
 

@@ -163,6 +163,11 @@ class TorchZipValidator:
         return prefix
 
     @property
+    def tensor_paths(self) -> frozenset[str]:
+        """The dotted path of every tensor in data.pkl's object (tied weights each count)."""
+        return self._report.tensor_paths if self._report is not None else frozenset()
+
+    @property
     def tensors(self) -> tuple[TensorInfo, ...]:
         if self._report is None:
             return ()
