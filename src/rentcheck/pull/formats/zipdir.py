@@ -109,7 +109,7 @@ def read_central_directory(pread: PRead, size: int) -> tuple[list[ZipRecord], in
         end_of_cd = z64_at
     if disk or cd_disk or n != n_disk:
         raise FormatError("multi-disk zip archives are not supported")
-    if cd_off + cd_size != end_of_cd:
+    if cd_off + cd_size > end_of_cd:  # miniz reads a directory that ends before the record
         raise FormatError(
             f"central directory claims bytes {cd_off}..{cd_off + cd_size} but ends at {end_of_cd}"
         )
