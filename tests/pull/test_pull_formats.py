@@ -118,7 +118,7 @@ MALFORMED = {
     "truncated": b"\x80\x02]q\x00(K\x01",
     "underflow": b"\x80\x02\x85.",
     "memo before write": b"\x80\x02h\x05.",
-    "two objects at STOP": b"\x80\x02K\x01K\x02.",
+    "STOP on an empty mark": b"\x80\x02K\x01(.",
     "odd SETITEMS": b"\x80\x02}(K\x01u.",
     "no mark": b"\x80\x02t.",
     "bad opcode": b"\x80\x02\xff.",

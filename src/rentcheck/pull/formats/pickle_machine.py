@@ -24,6 +24,7 @@ from rentcheck.pull.formats.pickle_allowlist import (
     normalize_global,
     numpy_dtype_class,
 )
+from rentcheck.pull.formats.pickle_calls import NON_CALLABLE, call_refusal
 
 __all__ = [
     "LEAF",
@@ -146,10 +147,62 @@ class Tuple:
         self.refs = refs
 
 
-LEAF = object()
-# Every empty list/dict/set (one shared object per type) until a tensor is added to it.
-EMPTIES = {name: Obj(None, name) for name in ("builtins.list", "builtins.dict", "builtins.set")}
-_SHARED = frozenset(id(o) for o in EMPTIES.values())
+class Leaf:
+    """A scalar whose value does not matter, only its kind (None, bool, float, bytes)."""
+
+    __slots__ = ("kind", "truthy")
+
+    def __init__(self, kind_: str, truthy: bool | None) -> None:
+        self.kind, self.truthy = kind_, truthy
+
+
+LEAF = Leaf("", None)
+_LEAVES = {
+    "NONE": Leaf("none", False),
+    "NEWTRUE": Leaf("bool", True),
+    "NEWFALSE": Leaf("bool", False),
+    "FLOAT": Leaf("float", None),
+    "BINFLOAT": Leaf("float", None),
+}
+_BYTES = Leaf("bytes", None)
+_CONTAINERS = ("builtins.list", "builtins.dict", "builtins.set")
+# Every list/dict/set without a tensor in it is one shared object per type and state (empty,
+# or filled with plain values): no allocation per container, which a hostile pickle would
+# otherwise turn into memory. A fresh Obj replaces it once a tensor is added.
+EMPTIES = {name: Obj(None, name) for name in _CONTAINERS}
+FILLED = {name: Obj(None, name) for name in _CONTAINERS}
+_SHARED = frozenset(id(o) for o in (*EMPTIES.values(), *FILLED.values()))
+_EMPTY_IDS = frozenset(id(o) for o in EMPTIES.values())
+
+
+def kind_of(value: object) -> str:
+    """The argument kind ``pickle_calls`` judges calls by ("" when unknown)."""
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, Leaf):
+        return value.kind
+    if isinstance(value, (tuple, Tuple)):
+        return "tuple"
+    if isinstance(value, Obj) and value.type is not None:
+        empty = id(value) in _EMPTY_IDS
+        return ("empty:" if empty else "full:") + value.type
+    return ""
+
+
+def truthy(value: object) -> bool | None:
+    """Whether ``value`` is true in Python, when the machine knows."""
+    if isinstance(value, (str, int)):
+        return bool(value)
+    if isinstance(value, Leaf):
+        return value.truthy
+    items = items_of(value)
+    if items is not None:
+        return bool(items)
+    if isinstance(value, Obj) and id(value) in _SHARED:
+        return id(value) not in _EMPTY_IDS
+    return None
 
 
 def result_type(func: str, args: tuple[object, ...]) -> str:
@@ -241,6 +294,11 @@ class Machine:
         if not isinstance(target, Obj):
             raise Malformed(f"cannot add items to {kind(target)}")
         refs = self.refs_of(value)
+        if id(target) in _EMPTY_IDS and not (refs and self.nrefs < MAX_REFS):
+            filled = FILLED[target.type or "builtins.list"]
+            if self.stack and self.stack[-1] is target:
+                self.stack[-1] = filled
+            return filled
         if refs and self.nrefs < MAX_REFS:
             if id(target) in _SHARED:
                 shared, target = target, Obj(None, target.type)
@@ -280,8 +338,16 @@ class Machine:
         items = items_of(args)
         if items is None:
             raise Malformed(f"{opname} arguments are {kind(args)}, not a tuple")
-        if opname == "NEWOBJ" and func.name in REBUILD_FUNCTIONS:
-            self.refuse(f"NEWOBJ on the function '{func.name}' (torch needs a class)")
+        if opname == "NEWOBJ" and (func.name in REBUILD_FUNCTIONS or func.name in NON_CALLABLE):
+            self.refuse(f"NEWOBJ on '{func.name}', which is not a class")
+        elif opname != "NEWOBJ" and func.name in self.allowed:
+            why = call_refusal(
+                func.name,
+                [kind_of(i) for i in items],
+                [i if isinstance(i, str) else None for i in items],
+            )
+            if why is not None:
+                self.refuse(f"{opname} fails in torch: {why}")
         result = Obj(func.name, result_type(func.name, items))
         if isinstance(args, Tuple):  # a call is transparent for naming
             result.refs = []
@@ -374,7 +440,7 @@ def _push_arg(m: Machine, name: str, arg: object) -> None:
 
 
 def _push_leaf(m: Machine, name: str, arg: object) -> None:
-    m.push(LEAF)
+    m.push(_LEAVES.get(name, _BYTES))
 
 
 def _put(m: Machine, name: str, arg: object) -> None:
@@ -426,7 +492,10 @@ def _build_container(m: Machine, name: str, arg: object) -> None:
     pairs = _pairs(items, name) if name == "DICT" else enumerate(items)
     for key, value in pairs:
         obj = m.attach(obj, key, value)
-    m.push(obj if obj.refs or type_ == "builtins.frozenset" else EMPTIES[type_])
+    if obj.refs or type_ == "builtins.frozenset":
+        m.push(obj)
+    else:
+        m.push((FILLED if items else EMPTIES)[type_])
 
 
 #: What each adding opcode needs its target to be, for torch and (by method) for CPython.
@@ -458,6 +527,8 @@ def _add(m: Machine, name: str, arg: object) -> None:
         value = m.pop()
         key = m.pop() if name == "SETITEM" else "?"
         _check_target(m, name, m.top())
+        if name == "SETITEM":
+            _check_key(m, key)
         m.attach(m.top(), key, value)
         return
     items = m.pop_mark()
@@ -465,9 +536,19 @@ def _add(m: Machine, name: str, arg: object) -> None:
     if not items and not isinstance(target, Obj):
         raise Malformed(f"{name} on {kind(target)}")
     _check_target(m, name, target)
-    pairs = _pairs(items, name) if name == "SETITEMS" else (("?", item) for item in items)
+    pairs = list(_pairs(items, name)) if name == "SETITEMS" else [("?", i) for i in items]
     for key, value in pairs:
+        if name == "SETITEMS":
+            _check_key(m, key)
         target = m.attach(target, key, value)
+
+
+_UNHASHABLE = ("builtins.list", "builtins.dict", "builtins.set")
+
+
+def _check_key(m: Machine, key: object) -> None:
+    if kind_of(key).endswith(_UNHASHABLE):
+        m.refuse("a dict key that is a list, dict or set (unhashable)")
 
 
 def _global(m: Machine, name: str, arg: object) -> None:
@@ -502,7 +583,25 @@ def _build(m: Machine, name: str, arg: object) -> None:
             f"BUILD on the result of '{target.call}' (type '{target.type}'), which torch's "
             "BUILD does not accept"
         )
+    elif target.type in _NO_DICT and truthy(state) is not False:
+        # no __setstate__ and no __dict__: a non-empty state raises in torch and CPython alike
+        m.refuse(f"BUILD with a state on a '{target.type}', which has no attributes to set")
+    elif target.type == "collections.OrderedDict" and not _mapping_like(state):
+        m.refuse("BUILD on an OrderedDict with a state that is not a mapping")
     m.attach(target, "", state)
+
+
+_NO_DICT = frozenset({"builtins.set", "torch.Size", "builtins.frozenset", "builtins.complex"})
+
+
+def _mapping_like(state: object) -> bool:
+    """``__dict__.update(state)`` succeeds (as far as the machine can tell)."""
+    k = kind_of(state)
+    return (
+        k == ""
+        or k.startswith(("empty:", "full:builtins.dict", "full:collections"))
+        or (k == "tuple" and not items_of(state))
+    )
 
 
 def _persid(m: Machine, name: str, arg: object) -> None:

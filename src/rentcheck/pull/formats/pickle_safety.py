@@ -115,8 +115,9 @@ def scan_pickle(
                 if opcode.name not in TORCH_OPS:
                     m.refuse(f"opcode {opcode.name}")
                 if opcode.name == "STOP":
-                    if m.marks or len(m.stack) != 1:
-                        raise Malformed("STOP with a stack that does not hold exactly one object")
+                    # As CPython and torch: STOP returns the top of the stack (above the last
+                    # MARK); whatever lies below it is dropped, unused.
+                    m.stack.append(m.pop())
                     break
                 handler = OPS.get(opcode.name)
                 if handler is not None:
