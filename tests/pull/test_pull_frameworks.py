@@ -154,3 +154,32 @@ def test_bin_index_damage_classes_are_caught(tmp_path: Path) -> None:
     assert [(f.code, f.path) for f in result.findings if f.code == "RC535"] == [
         ("RC535", "pytorch_model.bin.index.json")]  # fmt: skip
     assert "missing" in result.findings[0].message
+
+
+def _dcp_save(root: Path, weight: torch.Tensor) -> None:
+    import torch.distributed.checkpoint as dcp
+
+    dcp.save({"model": {"weight": weight, "bias": torch.zeros(3)}, "step": 7},
+             checkpoint_id=str(root))  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
+def test_dcp_ranges_and_nan_are_checked(tmp_path: Path) -> None:
+    good, nan = tmp_path / "good", tmp_path / "nan"
+    _dcp_save(good, torch.ones(64, 3))
+    bad = torch.ones(64, 3)
+    bad[5, 1] = float("nan")
+    _dcp_save(nan, bad)
+    assert verify_tree(good, None).ok
+    result = verify_tree(nan, None)
+    assert [(f.code, f.details.get("tensor")) for f in result.findings] == [
+        ("RC516", "model.weight")]  # fmt: skip
+    (distcp,) = good.glob("*.distcp")
+    data = distcp.read_bytes()
+    distcp.write_bytes(data[: len(data) // 2])  # truncated on the box
+    codes = verify_tree(good, None).codes()
+    assert "RC536" in codes
+    distcp.unlink()  # missing
+    result = verify_tree(good, None)
+    assert {f.code for f in result.findings} == {"RC536"}
+    assert all("missing" in f.message for f in result.findings)

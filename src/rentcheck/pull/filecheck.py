@@ -19,7 +19,7 @@ from rentcheck.pull.formats.legacy import PickleStreamValidator
 from rentcheck.pull.formats.policy import VerifyPolicy
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES
 from rentcheck.pull.formats.text import TextValidator
-from rentcheck.pull.formats.torchzip import TorchZipValidator
+from rentcheck.pull.formats.torchzip import MAX_PICKLE_BYTES, TorchZipValidator
 from rentcheck.pull.manifest import ManifestEntry
 from rentcheck.pull.readpipe import INLINE_CHUNK, RING, BufferPool, Hasher
 from rentcheck.pull.rules import (
@@ -282,9 +282,30 @@ def _unreadable(lf: LocalFile, why: str) -> Outcome:
     return Outcome(verdict, [Issue(FILE_UNREADABLE, why)])
 
 
+def _dcp_issues(lf: LocalFile) -> list[Issue]:
+    """A DCP ``.metadata`` that passed its scan: the ``.distcp`` ranges it names."""
+    from rentcheck.pull.formats.dcp import check_dcp
+
+    try:
+        fd = os.open(lf.path, _O_FLAGS)
+        try:
+            data = os.pread(fd, MAX_PICKLE_BYTES, 0)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return [Issue(FILE_UNREADABLE, f"cannot read again: {exc.strerror}")]
+    return check_dcp(os.path.dirname(lf.path), data)
+
+
+def _errors(issues: list[Issue]) -> int:
+    return sum(RULES_BY_CODE[i.code].default_severity >= Severity.ERROR for i in issues)
+
+
 def check_one(lf: LocalFile, expected: ManifestEntry | None, opts: CheckOptions) -> Outcome:
     out = read_pass(lf, opts)
     v = out.verdict
+    if v.kind == "pickle" and lf.rel.rsplit("/", 1)[-1] == ".metadata" and not _errors(out.issues):
+        out.issues += _by_path(_dcp_issues(lf), opts.policy)
     if v.sha256 is None and opts.progress is not None:  # not read: still one file done
         opts.progress(0, 1)
     if expected is not None and v.sha256 is not None:
