@@ -26,7 +26,6 @@ from rentcheck.pull.formats.torchzip import MAX_PICKLE_BYTES, pickle_issues
 from rentcheck.pull.rules import (
     PICKLE_MALFORMED,
     UNKNOWN_CHECKPOINT_FORMAT,
-    UNSAFE_PICKLE,
     VERIFY_LIMIT_REACHED,
 )
 
@@ -109,6 +108,7 @@ class PickleStreamValidator:
         self._torch = legacy  # read by torch.load (weights_only) rather than pickle.load
         self._full_pickle = full_pickle
         self._capped: str | None = None
+        self._held = b""  # the buffered bytes once analysed, until they are streamed
         self._allowed = extra_allowed
         self._cap = min(file_size, MAX_PICKLE_BYTES)
         self._buf = bytearray()
@@ -151,7 +151,7 @@ class PickleStreamValidator:
             self._next_try = 2 * len(self._buf)
             self._analyse(final)
         if self._done:
-            buffered, self._buf = bytes(self._buf), bytearray()
+            buffered, self._held = self._held, b""
             self._process(memoryview(buffered))
             self._process(rest)
 
@@ -198,6 +198,7 @@ class PickleStreamValidator:
             reports = self._scan_all(data, None) or []
         self._done = True
         self._reports = reports
+        self._buf, self._held = bytearray(), data  # one copy of the pickles, not three
         if self._capped and not any(r.capped for r in reports):
             self._issues.append(Issue(VERIFY_LIMIT_REACHED, f"{self._capped}; not proved safe"))
             return
@@ -211,8 +212,9 @@ class PickleStreamValidator:
             if len(data) < self._size:
                 self._issues.append(
                     Issue(
-                        UNSAFE_PICKLE,
-                        f"pickle data beyond the first {len(data)} bytes was not scanned",
+                        VERIFY_LIMIT_REACHED,
+                        f"pickle data beyond the first {len(data)} bytes was not scanned; "
+                        "not proved safe",
                     )
                 )
             return

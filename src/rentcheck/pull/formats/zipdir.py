@@ -11,6 +11,8 @@ from rentcheck.pull.formats.base import PRead
 
 __all__ = [
     "MAX_CD_BYTES",
+    "MAX_ZIP_ENTRIES",
+    "ZipLimit",
     "ZipRecord",
     "has_zip64_extra",
     "parse_local_header",
@@ -19,6 +21,13 @@ __all__ = [
 ]
 
 MAX_CD_BYTES = 64 * 1024 * 1024
+MAX_ZIP_ENTRIES = 300_000  # torch.save writes one record per storage, plus five
+
+
+class ZipLimit(FormatError):
+    """The archive is consistent but larger than any checkpoint: a cap, not damage."""
+
+
 _EOCD = struct.Struct("<4sHHHHIIH")  # 22 bytes
 _LOC64 = struct.Struct("<4sIQI")  # 20 bytes
 _EOCD64 = struct.Struct("<4sQHHIIQQQQ")  # 56 bytes
@@ -113,8 +122,13 @@ def read_central_directory(pread: PRead, size: int) -> tuple[list[ZipRecord], in
         raise FormatError(
             f"central directory claims bytes {cd_off}..{cd_off + cd_size} but ends at {end_of_cd}"
         )
-    if cd_size > MAX_CD_BYTES or n * _CDH.size > cd_size:
+    if n * _CDH.size > cd_size or cd_off + cd_size > size:
         raise FormatError(f"central directory of {cd_size} bytes for {n} entries is implausible")
+    if cd_size > MAX_CD_BYTES or n > MAX_ZIP_ENTRIES:
+        raise ZipLimit(
+            f"central directory of {n} entries ({cd_size} bytes): more than the "
+            f"{MAX_ZIP_ENTRIES} entries / {MAX_CD_BYTES} bytes any checkpoint needs"
+        )
     return _parse_entries(pread(cd_off, cd_size), n, cd_off), cd_off
 
 
