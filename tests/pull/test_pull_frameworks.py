@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -183,3 +184,45 @@ def test_dcp_ranges_and_nan_are_checked(tmp_path: Path) -> None:
     result = verify_tree(good, None)
     assert {f.code for f in result.findings} == {"RC536"}
     assert all("missing" in f.message for f in result.findings)
+
+
+def _hf_pull(frameworks: Path, tmp_path: Path, config: str) -> tuple[Path, Path]:
+    project, pulled = tmp_path / "project", tmp_path / "pulled"
+    project.mkdir(parents=True)
+    (project / "pyproject.toml").write_text(config)
+    shutil.copytree(frameworks / "hf" / "checkpoint-1", pulled)
+    from pullkit import run_builder
+
+    run_builder(pulled, "-o", str(pulled / "PULL_MANIFEST.json"), check=True)
+    return project, pulled
+
+
+def _verify_json(cli: Any, project: Path, pulled: Path) -> tuple[int, dict[str, set[str]]]:
+    res = cli("verify", str(pulled), "--output-format", "json", cwd=project)
+    doc = json.loads(res.out)
+    by_path: dict[str, set[str]] = {}
+    for f in doc["results"]:
+        by_path.setdefault(f["path"], set()).add(f["code"])
+    return res.code, by_path
+
+
+def test_hf_trainer_preset_and_per_file_ignores_from_the_config(
+    frameworks: Path, tmp_path: Path, cli: Any
+) -> None:
+    bare = "[tool.rentcheck.verify]\n"
+    code, found = _verify_json(cli, *_hf_pull(frameworks, tmp_path / "a", bare))
+    assert code == 1
+    assert found == {"rng_state.pth": {"RC514"}, "training_args.bin": {"RC514"}}
+    ignoring = bare + 'per-file-ignores = {"rng_state.pth" = ["RC514"]}\n'
+    code, found = _verify_json(cli, *_hf_pull(frameworks, tmp_path / "b", ignoring))
+    assert (code, found) == (1, {"training_args.bin": {"RC514"}})
+    preset = bare + 'presets = ["hf-trainer"]\n'
+    code, found = _verify_json(cli, *_hf_pull(frameworks, tmp_path / "c", preset))
+    assert (code, found) == (0, {"training_args.bin": {"RC534"}})
+
+
+def test_unknown_preset_is_a_config_error(tmp_path: Path, cli: Any) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.rentcheck.verify]\npresets = ["hf"]\n')
+    (tmp_path / "pulled").mkdir()
+    res = cli("verify", str(tmp_path / "pulled"), cwd=tmp_path)
+    assert res.code == 2 and "unknown preset 'hf'" in res.err and "hf-trainer" in res.err

@@ -159,3 +159,14 @@ def test_eocd_choice_is_minizs(tmp_path: Path) -> None:
     _, findings = verify_file(path)
     assert findings == []  # and so do we, through the same end record
     assert os.path.getsize(path) == len(data)
+
+
+def test_torchscript_is_its_own_kind(tmp_path: Path) -> None:
+    path = tmp_path / "model.pt"
+    torch.jit.save(torch.jit.script(torch.nn.Linear(3, 2)), str(path))
+    with pytest.raises(RuntimeError, match="TorchScript"):
+        torch.load(path, weights_only=True)
+    verdict, findings = verify_file(path)
+    assert verdict.kind == "torchscript"
+    assert [(f.code, f.severity) for f in findings] == [("RC532", Severity.WARNING)]
+    assert "weights_only refuses it" in findings[0].message

@@ -159,6 +159,8 @@ class TorchZipValidator:
         self._early: list[str] = []  # storage keys streamed before data.pkl was analysed
         self._flags = 0
         self._local_zip64 = False
+        self._inflate: Any = None  # zlib decompressor of a deflated TorchScript record
+        self._inflated = 0
 
     def _corrupt(self, message: str) -> None:
         self._issues.append(Issue(TORCH_ZIP_CORRUPT, message))
@@ -221,7 +223,17 @@ class TorchZipValidator:
                     self._descriptor(rec)
         elif self._phase == "data" and rec is not None:
             piece = view[: self._data_end - self._pos]
-            self._crc = crc32(piece, self._crc)
+            if self._inflate is not None:  # a TorchScript code record: CRC of what it holds
+                room = rec.usize - self._inflated + 1
+                try:
+                    out = self._inflate.decompress(piece, room) if room > 0 else b""
+                except zlib.error as exc:
+                    self._corrupt(f"record {rec.name!r} does not inflate: {exc}")
+                    out, self._inflated = b"", -(1 << 62)
+                self._inflated += len(out)
+                self._crc = crc32(out, self._crc)
+            else:
+                self._crc = crc32(piece, self._crc)
             if self._pickle is not None and len(self._pickle) < MAX_PICKLE_BYTES:
                 self._pickle += piece[: MAX_PICKLE_BYTES - len(self._pickle)]
             if self._byteorder is not None and len(self._byteorder) < 16:
@@ -244,7 +256,11 @@ class TorchZipValidator:
         self._local_zip64 = has_zip64_extra(bytes(self._buf[30 + name_len :]))
         if name.decode("utf-8", "replace") != rec.name and name.decode("cp437") != rec.name:
             self._corrupt(f"local header at {rec.header_offset} names {name!r}, not {rec.name!r}")
-        if method != rec.method or method != 0 or rec.csize != rec.usize:
+        deflated = self._torchscript and method == rec.method == 8  # jit.save deflates code
+        stored = method == rec.method == 0 and rec.csize == rec.usize
+        self._inflate = zlib.decompressobj(-15) if deflated else None
+        self._inflated = 0
+        if not (stored or deflated):
             self._corrupt(f"record {rec.name!r} is compressed (torch.save writes stored records)")
             self._phase = "done"
             return
@@ -277,6 +293,11 @@ class TorchZipValidator:
 
     def _end_data(self, rec: ZipRecord) -> None:
         self._seen[rec.name] = self._crc
+        if self._inflate is not None and self._inflated != rec.usize:
+            self._corrupt(
+                f"record {rec.name!r} inflates to {self._inflated}, not {rec.usize} bytes"
+            )
+        self._inflate = None
         if self._pickle is not None:
             self._scan_pickle(rec)
         if self._byteorder is not None:
