@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from rentcheck.pull.formats.base import Issue, PRead, StreamValidator, TensorInfo
 from rentcheck.pull.formats.legacy import PickleStreamValidator, starts_with_legacy_magic
+from rentcheck.pull.formats.npy import NPY_MAGIC, NpyValidator
 from rentcheck.pull.formats.pickle_safety import GENOPS_ERRORS
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES, SafetensorsValidator
 from rentcheck.pull.formats.text import TextValidator
@@ -42,8 +43,8 @@ def suffix_of(rel: str) -> str:
 
 @dataclass(frozen=True)
 class Choice:
-    # safetensors | torch-zip | torchscript | torch-legacy | torch-tar | pickle | json | jsonl |
-    # yaml | unknown | data
+    # safetensors | torch-zip | torchscript | torch-legacy | torch-tar | pickle | npy | json |
+    # jsonl | yaml | unknown | data
     kind: str
     validator: StreamValidator | None
 
@@ -168,6 +169,8 @@ def choose_validator(
             zipped = TorchZipValidator(size, pread, extra_allowed=allowed, full_pickle=full_pickle)
             return Choice("torch-zip", zipped)
         return Choice("data", None)
+    if head.startswith(NPY_MAGIC):
+        return Choice("npy", NpyValidator(size, extra_allowed=allowed))
     binary_pickle = head[:1] == b"\x80"
     if suffix in _TEXT and not binary_pickle:
         keep = rel.endswith(".index.json")
