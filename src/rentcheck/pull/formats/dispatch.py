@@ -64,23 +64,30 @@ class _Verdict:
         return [self._issue]
 
 
-def looks_like_pickle(head: bytes, *, size: int) -> bool:
+def looks_like_pickle(head: bytes, *, size: int, named: bool = True) -> bool:
     """Whether the file begins with a pickle: protocol 2+ by its PROTO opcode, protocol 0/1 by
-    its first opcodes disassembling up to STOP (or to the end of ``head`` for a longer file)."""
+    its first opcodes disassembling up to STOP (or, in a longer file, to the end of ``head``).
+
+    ``named``: the file carries a checkpoint suffix; without one a protocol-0/1 stream must
+    end exactly at the end of the file, so prose that happens to parse is not taken for one.
+    """
     if len(head) >= 2 and head[0] == 0x80 and head[1] <= 5:
         return True
     if not head or head[:1] not in b"(]}c)NIS":
         return False
     count = 0
+    stream = io.BytesIO(head)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         try:
-            for op, _, _ in pickletools.genops(io.BytesIO(head)):
+            for op, _, pos in pickletools.genops(stream):
                 count += 1
                 if op.name == "STOP":
-                    return True
+                    return named or (pos or 0) + 1 == size
         except GENOPS_ERRORS:
-            return count >= 4 and size > len(head)
+            # cut off by the end of ``head`` (not by a bad byte) in a longer file
+            ran_out = stream.tell() >= len(head) - 64
+            return named and count >= 4 and size > len(head) and ran_out
     return False  # pragma: no cover - genops raises before running out
 
 
@@ -179,7 +186,7 @@ def choose_validator(
         if head[:100].split(b"\0", 1)[0] in (b"sys_info", b"./sys_info", b"storages", b"pickle"):
             return Choice("torch-tar", _torch_refuses_tar())
         return Choice("data", None)
-    if looks_like_pickle(head, size=size):
+    if looks_like_pickle(head, size=size, named=suffix in CHECKPOINT_SUFFIXES):
         torch_named = suffix in _MUST_BE_CHECKPOINT and suffix not in _PICKLE_SUFFIXES
         if not torch_named and not starts_with_legacy_magic(head):
             # read with pickle.load (DCP .metadata, joblib, .pkl), not torch.load
