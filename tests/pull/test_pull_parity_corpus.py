@@ -170,3 +170,11 @@ def test_torchscript_is_its_own_kind(tmp_path: Path) -> None:
     assert verdict.kind == "torchscript"
     assert [(f.code, f.severity) for f in findings] == [("RC532", Severity.WARNING)]
     assert "weights_only refuses it" in findings[0].message
+
+
+def test_prose_without_a_suffix_is_not_taken_for_a_pickle(tmp_path: Path) -> None:
+    for name, text in (("NOTES", b"Notes: the run diverged. (see below)\n" * 30),
+                       ("LICENSE", b"(c) 2026 Someone\nAll rights reserved.\n")):  # fmt: skip
+        (tmp_path / name).write_bytes(text)
+        verdict, findings = verify_file(tmp_path / name)
+        assert (verdict.kind, findings) == ("data", []), name
