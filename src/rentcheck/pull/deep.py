@@ -18,7 +18,8 @@ from typing import Any
 __all__ = ["DEEP_KINDS", "deep_check", "why_line"]
 
 DEEP_KINDS = frozenset({"safetensors", "torch-zip", "torch-legacy"})
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+# CSI (colours, cursor), OSC (window titles, links) up to BEL or ST, then any other escape
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # The line of a torch.load failure that names the cause (the rest is advice on trusting it).
 _WHY = re.compile(r"WeightsUnpickler error|Unsupported|Can only|Trying to|not an allowed|error:")
