@@ -66,3 +66,14 @@ def test_peak_rss_under_300_mb_on_hostile_inputs(tmp_path: Path) -> None:
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(out.stdout.strip()) < 300, out.stdout
+
+
+def test_time_cap_is_a_limit_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rentcheck.pull.formats import pickle_safety
+
+    path = tmp_path / "slow.pkl"
+    path.write_bytes(b"\x80\x02]" + b"K\x01a" * 5000 + b".")
+    assert _codes(path) == set()
+    monkeypatch.setattr(pickle_safety, "MAX_SCAN_SECONDS", 0.0)
+    _, findings = verify_file(path)
+    assert [f.code for f in findings] == ["RC533"] and "took more than" in findings[0].message
