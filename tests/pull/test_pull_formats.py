@@ -87,7 +87,6 @@ HOSTILE = {
     "OBJ": b"\x80\x02(cos\nsystem\nX\x04\x00\x00\x00trueo.",
     "EXT1": b"\x80\x02\x82\x01)R.",
     "computed callable": b"\x80\x02ccollections\nOrderedDict\n)R)R.",
-    "BUILD on a dict": b"\x80\x02}}b.",
     "getattr": b"\x80\x02c__builtin__\ngetattr\n.",
     "computed STACK_GLOBAL": b"\x80\x04K\x01K\x02\x93.",
 }  # fmt: skip
@@ -101,11 +100,25 @@ def test_hostile_pickles_are_flagged_without_running(case: str) -> None:
         assert any("system" in u for u in report.unsafe), report.unsafe
 
 
+# Harmless, but torch's weights_only unpickler refuses them: "torch will refuse", not hostile.
+REFUSED = {
+    "BUILD on a dict": b"\x80\x02}}b.",
+    "protocol 4 FRAME": pickle.dumps({"a": [1, 2]}, protocol=4),
+    "INST of an allowed class": b"(icollections\nOrderedDict\n.",
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_harmless_constructs_torch_refuses_are_not_hostile(case: str) -> None:
+    report = scan_pickle(REFUSED[case])
+    assert report.unsafe == () and report.refused and report.malformed is None, report
+
+
 MALFORMED = {
     "truncated": b"\x80\x02]q\x00(K\x01",
     "underflow": b"\x80\x02\x85.",
     "memo before write": b"\x80\x02h\x05.",
-    "two objects at STOP": b"\x80\x02K\x01K\x02.",
+    "STOP on an empty mark": b"\x80\x02K\x01(.",
     "odd SETITEMS": b"\x80\x02}(K\x01u.",
     "no mark": b"\x80\x02t.",
     "bad opcode": b"\x80\x02\xff.",

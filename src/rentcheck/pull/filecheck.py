@@ -15,14 +15,19 @@ from rentcheck.model import Finding, Severity
 from rentcheck.pull.deep import DEEP_KINDS, deep_check
 from rentcheck.pull.formats.base import Issue
 from rentcheck.pull.formats.dispatch import Choice, choose_validator
+from rentcheck.pull.formats.legacy import PickleStreamValidator
+from rentcheck.pull.formats.policy import VerifyPolicy
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES
 from rentcheck.pull.formats.text import TextValidator
+from rentcheck.pull.formats.torchzip import MAX_PICKLE_BYTES, TorchZipValidator
 from rentcheck.pull.manifest import ManifestEntry
 from rentcheck.pull.readpipe import INLINE_CHUNK, RING, BufferPool, Hasher
 from rentcheck.pull.rules import (
     DEEP_LOAD_FAILED,
     DIGEST_MISMATCH,
     FILE_UNREADABLE,
+    NON_FINITE_NOTE,
+    NON_FINITE_TENSOR,
     RULES_BY_CODE,
     SIZE_MISMATCH,
 )
@@ -39,6 +44,7 @@ __all__ = [
 ]
 
 CHUNK_SIZE = 8 * 1024 * 1024
+DEFAULT_POLICY = VerifyPolicy()
 _O_FLAGS = (
     os.O_RDONLY
     | getattr(os, "O_NOFOLLOW", 0)
@@ -72,6 +78,7 @@ class CheckOptions:
     progress: OnProgress | None = None  # (bytes read, files finished), after each read
     pool: BufferPool | None = None  # read buffers shared by the workers of one run
     pipeline: bool = True  # large files: hash on a helper thread (see readpipe)
+    policy: VerifyPolicy = DEFAULT_POLICY  # presets, per-file policies, NaN/Inf by path
 
 
 @dataclass(slots=True)
@@ -175,18 +182,40 @@ def _read_small(lf: LocalFile, fd: int, st: os.stat_result, opts: CheckOptions) 
         digest = hashlib.sha256(piece).hexdigest()
     if opts.progress is not None:
         opts.progress(n, 1)
-    return _outcome(lf, st, after, n, digest=digest, choice=choice)
+    return _outcome(lf, st, after, n, digest=digest, choice=choice, policy=opts.policy)
 
 
 def _choose(lf: LocalFile, st: os.stat_result, head: bytes, fd: int, opts: CheckOptions) -> Choice:
+    allowed, full_pickle = opts.policy.for_file(lf.rel)
     return choose_validator(
         lf.rel,
         st.st_size,
         head,
         lambda off, k: os.pread(fd, k, off),
-        extra_allowed=opts.allowed,
+        extra_allowed=(*opts.allowed, *allowed) if allowed else opts.allowed,
         max_header=opts.max_header,
+        full_pickle=full_pickle,
     )
+
+
+def _by_path(issues: list[Issue], policy: VerifyPolicy) -> list[Issue]:
+    """NaN/Inf in a tensor the policy calls a note (a callback's +-inf sentinel) -> RC531."""
+    if not any(i.code == NON_FINITE_TENSOR for i in issues):
+        return issues
+    out = []
+    for issue in issues:
+        tensor = issue.details.get("tensor")
+        note = (
+            issue.code == NON_FINITE_TENSOR
+            and isinstance(tensor, str)
+            and policy.nonfinite_action(tensor) == "note"
+        )
+        if note:
+            message = f"{issue.message} (a callback/loop value, not a weight)"
+            out.append(Issue(NON_FINITE_NOTE, message, issue.details))
+        else:
+            out.append(issue)
+    return out
 
 
 def _read_chunked(lf: LocalFile, fd: int, st: os.stat_result, opts: CheckOptions) -> Outcome:
@@ -217,7 +246,9 @@ def _read_chunked(lf: LocalFile, fd: int, st: os.stat_result, opts: CheckOptions
         f.close()
     if opts.progress is not None:
         opts.progress(0, 1)
-    return _outcome(lf, st, after, total, digest=hasher.sha.hexdigest(), choice=choice)
+    return _outcome(
+        lf, st, after, total, digest=hasher.sha.hexdigest(), choice=choice, policy=opts.policy
+    )
 
 
 def _outcome(
@@ -228,14 +259,18 @@ def _outcome(
     *,
     digest: str,
     choice: Choice,
+    policy: VerifyPolicy,
 ) -> Outcome:
     issues = choice.validator.finish() if choice.validator is not None else []
+    issues = _by_path(issues, policy)
     if (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns) or total != st.st_size:
         issues.append(Issue(FILE_UNREADABLE, "changed while it was being verified"))
     tensors = choice.validator.tensors if choice.validator is not None else ()
     verdict = FileVerdict(lf.rel, total, st.st_mtime_ns, digest, choice.kind, len(tensors), 0)
     out = Outcome(verdict, issues, read=total)
-    if choice.kind == "safetensors":
+    if isinstance(choice.validator, (TorchZipValidator, PickleStreamValidator)):
+        out.tensor_names = choice.validator.tensor_paths
+    elif choice.kind == "safetensors":
         out.tensor_names = frozenset(t.name for t in tensors)
     if isinstance(choice.validator, TextValidator):
         out.index = choice.validator.value
@@ -247,9 +282,30 @@ def _unreadable(lf: LocalFile, why: str) -> Outcome:
     return Outcome(verdict, [Issue(FILE_UNREADABLE, why)])
 
 
+def _dcp_issues(lf: LocalFile) -> list[Issue]:
+    """A DCP ``.metadata`` that passed its scan: the ``.distcp`` ranges it names."""
+    from rentcheck.pull.formats.dcp import check_dcp
+
+    try:
+        fd = os.open(lf.path, _O_FLAGS)
+        try:
+            data = os.pread(fd, MAX_PICKLE_BYTES, 0)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return [Issue(FILE_UNREADABLE, f"cannot read again: {exc.strerror}")]
+    return check_dcp(os.path.dirname(lf.path), data)
+
+
+def _errors(issues: list[Issue]) -> int:
+    return sum(RULES_BY_CODE[i.code].default_severity >= Severity.ERROR for i in issues)
+
+
 def check_one(lf: LocalFile, expected: ManifestEntry | None, opts: CheckOptions) -> Outcome:
     out = read_pass(lf, opts)
     v = out.verdict
+    if v.kind == "pickle" and lf.rel.rsplit("/", 1)[-1] == ".metadata" and not _errors(out.issues):
+        out.issues += _by_path(_dcp_issues(lf), opts.policy)
     if v.sha256 is None and opts.progress is not None:  # not read: still one file done
         opts.progress(0, 1)
     if expected is not None and v.sha256 is not None:
@@ -275,7 +331,8 @@ def check_one(lf: LocalFile, expected: ManifestEntry | None, opts: CheckOptions)
         else 0
     )
     if opts.deep and v.kind in DEEP_KINDS and not errors:
-        why = deep_check(lf.path, v.kind)
+        allowed, _ = opts.policy.for_file(lf.rel)
+        why = deep_check(lf.path, v.kind, (*opts.allowed, *allowed))
         if why is not None:
             out.issues.append(Issue(DEEP_LOAD_FAILED, why))
             errors += 1
@@ -293,6 +350,7 @@ def verify_file(
     extra_allowed_globals: Iterable[str] = (),
     chunk_size: int = CHUNK_SIZE,
     max_header: int = MAX_HEADER_BYTES,
+    policy: VerifyPolicy = DEFAULT_POLICY,
 ) -> tuple[FileVerdict, list[Finding]]:
     """Check one file (no roster): digest, structure, safety, NaN/Inf; findings use ``rel``.
 
@@ -306,6 +364,12 @@ def verify_file(
         issue = Issue(FILE_UNREADABLE, f"cannot stat: {exc.strerror}")
         return FileVerdict(name, 0, 0, None, "unread", 0, 1), [to_finding(issue, name)]
     lf = LocalFile(name, real, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
-    opts = CheckOptions(deep, tuple(extra_allowed_globals), max(64 * 1024, chunk_size), max_header)
+    opts = CheckOptions(
+        deep,
+        tuple(extra_allowed_globals),
+        max(64 * 1024, chunk_size),
+        max_header,
+        policy=policy,
+    )
     out = check_one(lf, expected, opts)
     return out.verdict, [to_finding(issue, name) for issue in out.issues]

@@ -36,6 +36,7 @@ def run_verify(
         extra_allowed_globals=settings.allow_globals,
         max_header=settings.max_header_bytes,
         progress=progress,
+        policy=settings.verify_policy(),
     )
     advisory = settings.advisory
     if not advisory:

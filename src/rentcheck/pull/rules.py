@@ -5,15 +5,18 @@ from __future__ import annotations
 from rentcheck.model import Applicability, Rule, Severity
 
 __all__ = [
+    "DCP_CHECKPOINT_DAMAGED",
     "DEEP_LOAD_FAILED",
     "DIGEST_MISMATCH",
     "EMPTY_PULL",
     "FILE_UNREADABLE",
     "FINITE_SCAN_SKIPPED",
+    "KNOWN_FULL_PICKLE",
     "LEFTOVER_PARTIAL",
     "MANIFEST_INVALID",
     "METRICS_UNPARSABLE",
     "MISSING_FILE",
+    "NON_FINITE_NOTE",
     "NON_FINITE_TENSOR",
     "PATH_ESCAPES_ROOT",
     "PICKLE_MALFORMED",
@@ -21,13 +24,17 @@ __all__ = [
     "RULES_BY_CODE",
     "RUN_ID_MISMATCH",
     "SAFETENSORS_MALFORMED",
+    "SHARD_INDEX_MISMATCH",
     "SIZE_MISMATCH",
     "SPECIAL_FILE",
+    "TORCHSCRIPT_ARCHIVE",
+    "TORCH_WILL_REFUSE",
     "TORCH_ZIP_CORRUPT",
     "UNEXPECTED_FILE",
     "UNKNOWN_CHECKPOINT_FORMAT",
     "UNSAFE_PICKLE",
     "VERIFIED_MARKER_STALE",
+    "VERIFY_LIMIT_REACHED",
 ]
 
 MANIFEST_INVALID = "RC501"
@@ -51,6 +58,14 @@ METRICS_UNPARSABLE = "RC518"
 DEEP_LOAD_FAILED = "RC519"
 FILE_UNREADABLE = "RC520"
 VERIFIED_MARKER_STALE = "RC521"
+# 53x: what the real loaders would do (issue 16); numbered apart from the 52x verify driver's.
+TORCH_WILL_REFUSE = "RC530"
+NON_FINITE_NOTE = "RC531"
+TORCHSCRIPT_ARCHIVE = "RC532"
+VERIFY_LIMIT_REACHED = "RC533"
+KNOWN_FULL_PICKLE = "RC534"
+SHARD_INDEX_MISMATCH = "RC535"
+DCP_CHECKPOINT_DAMAGED = "RC536"
 
 _E = Severity.ERROR
 _NONE = Applicability.NONE
@@ -404,6 +419,136 @@ PULL_RULES: tuple[Rule, ...] = (
         example_bad="best.pt: size 1073741824 in the marker, 0 now",
         example_good="every marker file unchanged",
         fix="Verify again (`rentcheck verify LOCAL_ROOT`) before teardown.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
+    ),
+    Rule(
+        code=TORCH_WILL_REFUSE,
+        name="torch-will-refuse",
+        summary=(
+            "torch will refuse to load this with weights_only=True, though nothing in it is "
+            "hostile."
+        ),
+        why=(
+            "torch.load's weights_only unpickler implements a subset of protocol 2 and checks "
+            "the type BUILD applies to; a pickle written at protocol 4 (FRAME, MEMOIZE), a "
+            "legacy .tar checkpoint or a BUILD on an unlisted type fails there, so the file "
+            "you pulled will not load the way your training code loads it."
+        ),
+        example_bad="torch.save(sd, 'ckpt.pt', pickle_protocol=4)",
+        example_good="torch.save(sd, 'ckpt.pt')  # protocol 2, the default",
+        fix=(
+            "Re-save it with the default torch.save (protocol 2) while the box is up, or "
+            "convert it with a trusted full load; allow a type only after reading what it is."
+        ),
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
+    ),
+    Rule(
+        code=NON_FINITE_NOTE,
+        name="non-finite-scalar-note",
+        summary="A callback or loop scalar (not a weight) is NaN or Inf.",
+        why=(
+            "Lightning's ModelCheckpoint.kth_value and EarlyStopping.best_score start at "
+            "+-inf by design; they say nothing about the model. Only tensors under the paths "
+            "the NaN/Inf policy names as notes (default callbacks.* and loops.*) land here."
+        ),
+        example_bad="callbacks.EarlyStopping{...}.best_score (F32): 0 NaN, 1 Inf",
+        example_good="state_dict.layer.weight finite",
+        fix=(
+            "Nothing, if the path is a sentinel; move a real tensor out of those paths or "
+            'set nonfinite_paths = {"callbacks.*" = "fail"} to make it fail.'
+        ),
+        family="pull",
+        default_severity=Severity.NOTE,
+        fix_applicability=Applicability.NONE,
+    ),
+    Rule(
+        code=TORCHSCRIPT_ARCHIVE,
+        name="torchscript-archive",
+        summary="TorchScript archive: weights_only refuses it.",
+        why=(
+            "torch.load hands a TorchScript zip to torch.jit.load, which runs the archive's "
+            "code; with weights_only=True it refuses the file outright. Its tensors were "
+            "checked and its digest proves it arrived intact, but it is not a state dict."
+        ),
+        example_bad="torch.jit.save(torch.jit.script(model), 'model.pt')",
+        example_good="torch.save(model.state_dict(), 'model.pt')",
+        fix="Load it with torch.jit.load only if you trust it, or save a state_dict as well.",
+        family="pull",
+        default_severity=Severity.WARNING,
+        fix_applicability=Applicability.NONE,
+    ),
+    Rule(
+        code=VERIFY_LIMIT_REACHED,
+        name="verify-limit-reached",
+        summary=(
+            "A file needs more work to prove safe than any real checkpoint (references, "
+            "opcodes, pickles, zip entries): treated as hostile."
+        ),
+        why=(
+            "Every per-file cost is capped so a crafted file cannot spend gigabytes or minutes "
+            "of the verifier; real checkpoints stay orders of magnitude below each cap, so a "
+            "file that reaches one is built to exhaust a scanner, not damaged in transit."
+        ),
+        example_bad="a pickle of one TUPLE that references the same list a million times",
+        example_good="a state dict of 80k tensors",
+        fix="Do not load the file; find out who wrote it. Re-pulling will not help.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
+    ),
+    Rule(
+        code=KNOWN_FULL_PICKLE,
+        name="known-full-pickle",
+        summary="A file a per-file policy names as a known full pickle (e.g. training_args.bin).",
+        why=(
+            "HF Trainer saves its TrainingArguments as a full pickle; torch.load with "
+            "weights_only=True refuses it and nothing needs to load it to resume. It was "
+            "scanned: every global it names is on its per-file list, none is allow-listed for "
+            "any other file."
+        ),
+        example_bad="training_args.bin names transformers.training_args.TrainingArguments",
+        example_good='presets = ["hf-trainer"]',
+        fix="Load it only with torch.load(weights_only=False) from a source you trust.",
+        family="pull",
+        default_severity=Severity.NOTE,
+        fix_applicability=Applicability.NONE,
+    ),
+    Rule(
+        code=SHARD_INDEX_MISMATCH,
+        name="shard-index-mismatch",
+        summary=(
+            "A pytorch_model.bin.index.json names a shard that is missing, or tensors a shard "
+            "does not hold."
+        ),
+        why=(
+            "from_pretrained loads every shard the index names; one shard deleted or "
+            "truncated on the box fails only when the model is loaded, after the box is gone."
+        ),
+        example_bad="pytorch_model-00002-of-00002.bin named by the index but not pulled",
+        example_good="every shard present, holding exactly the tensors mapped to it",
+        fix="Pull the missing shard again (or re-save the model) and verify again.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
+    ),
+    Rule(
+        code=DCP_CHECKPOINT_DAMAGED,
+        name="dcp-checkpoint-damaged",
+        summary=(
+            "A torch.distributed.checkpoint directory whose .metadata names data a .distcp "
+            "file does not hold."
+        ),
+        why=(
+            "DCP reads each tensor at the offset and length .metadata records; a missing or "
+            "truncated .distcp loads nothing, or garbage, only when training resumes."
+        ),
+        example_bad="__0_0.distcp is 512 bytes, .metadata places a tensor at bytes 600..1000",
+        example_good="every byte range .metadata names lies inside its .distcp file",
+        fix="Pull the directory again, or re-save it on the box, and verify again.",
         family="pull",
         default_severity=Severity.ERROR,
         fix_applicability=Applicability.NONE,

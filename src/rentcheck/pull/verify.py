@@ -25,7 +25,7 @@ from rentcheck.errors import FormatError
 from rentcheck.model import Finding, Severity
 from rentcheck.pull import manifest_builder as builder
 from rentcheck.pull.bigfiles import BigFiles
-from rentcheck.pull.crosscheck import check_safetensors_index
+from rentcheck.pull.crosscheck import SHARD_KINDS, check_index
 from rentcheck.pull.filecheck import (
     CHUNK_SIZE,
     CheckOptions,
@@ -36,6 +36,7 @@ from rentcheck.pull.filecheck import (
     verify_file,
 )
 from rentcheck.pull.formats.base import Issue
+from rentcheck.pull.formats.policy import VerifyPolicy
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES
 from rentcheck.pull.manifest import Manifest, load_manifest, normalize_path
 from rentcheck.pull.nogc import collector_paused
@@ -104,6 +105,7 @@ def verify_tree(
     chunk_size: int = CHUNK_SIZE,
     max_header: int = MAX_HEADER_BYTES,
     progress: Progress | None = None,
+    policy: VerifyPolicy | None = None,
 ) -> VerifyResult:
     """Check ``local_root`` against ``manifest`` (or only structure/safety when it is None).
 
@@ -125,6 +127,7 @@ def verify_tree(
                 max_header,
                 None if progress is None else progress.advance,
                 BufferPool(),
+                policy=policy or VerifyPolicy(),
             ),
             progress=progress,
         )
@@ -164,7 +167,7 @@ def _verify_tree(
     if manifest is None and not len(sink.verdicts):
         findings.append(to_finding(Issue(EMPTY_PULL, "the directory holds no files"), None))
     for path, index in sink.indexes:
-        issues = check_safetensors_index(path, index, sink.shards)
+        issues = check_index(path, index, sink.shards)
         findings += [to_finding(issue, path) for issue in issues]
     return VerifyResult(
         root=root,
@@ -196,9 +199,9 @@ class _Sink:
             self.bytes_read += out.read
             if out.issues:
                 self.findings += [to_finding(issue, v.path) for issue in out.issues]
-            if v.kind == "safetensors" and v.errors == 0:
+            if v.kind in SHARD_KINDS and v.errors == 0:
                 self.shards[v.path] = out.tensor_names
-            if out.index is not None and v.path.endswith(".safetensors.index.json"):
+            if out.index is not None:
                 self.indexes.append((v.path, out.index))
 
 
@@ -213,6 +216,7 @@ def verify_pull(
     chunk_size: int = CHUNK_SIZE,
     max_header: int = MAX_HEADER_BYTES,
     progress: Progress | None = None,
+    policy: VerifyPolicy | None = None,
 ) -> VerifyResult:
     """Load ``manifest_path`` (default ``LOCAL_ROOT/PULL_MANIFEST.json``) and verify.
 
@@ -238,6 +242,7 @@ def verify_pull(
         chunk_size=chunk_size,
         max_header=max_header,
         progress=progress,
+        policy=policy,
     )
     if problem is None:
         return result

@@ -1,21 +1,37 @@
-"""Pick the validator for a file from its name and its first bytes."""
+"""Pick the validator for a file from its first bytes, the way the loader that reads it would.
+
+torch.load decides by content: a zip by its first four bytes (then TorchScript when the
+archive holds ``constants.pkl``), else a legacy ``.tar`` (refused under ``weights_only``), else
+the legacy pickle sequence; only ``.safetensors`` goes by its suffix. So a ``.pth.tar``, a
+file without a suffix or a ``.bin`` that begins with a protocol-0 pickle is judged by what it
+is, not by what it is called. Text suffixes (``.json``/``.yaml``) are parsed as text unless
+the bytes are a binary pickle.
+"""
 
 from __future__ import annotations
 
+import io
+import pickletools
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rentcheck.pull.formats.base import Issue, PRead, StreamValidator, TensorInfo
-from rentcheck.pull.formats.legacy import PickleStreamValidator
+from rentcheck.pull.formats.legacy import PickleStreamValidator, starts_with_legacy_magic
+from rentcheck.pull.formats.npy import NPY_MAGIC, NpyValidator
+from rentcheck.pull.formats.pickle_safety import GENOPS_ERRORS
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES, SafetensorsValidator
 from rentcheck.pull.formats.text import TextValidator
 from rentcheck.pull.formats.torchzip import TorchZipValidator
-from rentcheck.pull.rules import UNKNOWN_CHECKPOINT_FORMAT
+from rentcheck.pull.formats.zipdir import zip_member_names
+from rentcheck.pull.rules import TORCH_WILL_REFUSE, UNKNOWN_CHECKPOINT_FORMAT
 
 __all__ = ["CHECKPOINT_SUFFIXES", "Choice", "choose_validator", "suffix_of"]
 
-#: Names torch.save output usually carries. ``.bin`` is only validated when it looks like torch.
+#: Names torch.save output usually carries: bytes that are no known format are a finding here
+#: (anywhere else they are data). ``.bin`` is left out: plenty of ``.bin`` files are not torch.
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin", ".pkl", ".pickle")
+_MUST_BE_CHECKPOINT = (".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 _PICKLE_SUFFIXES = (".pkl", ".pickle")
 _TEXT = {".json": "json", ".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
 
@@ -27,9 +43,64 @@ def suffix_of(rel: str) -> str:
 
 @dataclass(frozen=True)
 class Choice:
-    # safetensors | torch-zip | torch-legacy | pickle | json | jsonl | yaml | unknown | data
+    # safetensors | torch-zip | torchscript | torch-legacy | torch-tar | pickle | npy | json |
+    # jsonl | yaml | unknown | data
     kind: str
     validator: StreamValidator | None
+
+
+class _Verdict:
+    """A file whose verdict is settled by its first bytes (hashed like every file)."""
+
+    tensors: tuple[TensorInfo, ...] = ()
+
+    def __init__(self, issue: Issue) -> None:
+        self._issue = issue
+
+    def feed(self, chunk: memoryview) -> None:
+        pass
+
+    def finish(self) -> list[Issue]:
+        return [self._issue]
+
+
+def looks_like_pickle(head: bytes, *, size: int, named: bool = True) -> bool:
+    """Whether the file begins with a pickle: protocol 2+ by its PROTO opcode, protocol 0/1 by
+    its first opcodes disassembling up to STOP (or, in a longer file, to the end of ``head``).
+
+    ``named``: the file carries a checkpoint suffix; without one a protocol-0/1 stream must
+    end exactly at the end of the file, so prose that happens to parse is not taken for one.
+    """
+    if len(head) >= 2 and head[0] == 0x80 and head[1] <= 5:
+        return True
+    if not head or head[:1] not in b"(]}c)NIS":
+        return False
+    count = 0
+    stream = io.BytesIO(head)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            for op, _, pos in pickletools.genops(stream):
+                count += 1
+                if op.name == "STOP":
+                    return named or (pos or 0) + 1 == size
+        except GENOPS_ERRORS:
+            # cut off by the end of ``head`` (not by a bad byte) in a longer file
+            ran_out = stream.tell() >= len(head) - 64
+            return named and count >= 4 and size > len(head) and ran_out
+    return False  # pragma: no cover - genops raises before running out
+
+
+def _is_tar(head: bytes) -> bool:
+    """A tar header at byte 0: torch.load tries ``tarfile.open`` before the pickles."""
+    if len(head) < 512:
+        return False
+    try:
+        stored = int(head[148:156].split(b"\0", 1)[0].strip() or b"-1", 8)
+    except ValueError:
+        return False
+    block = head[:148] + b" " * 8 + head[156:512]
+    return stored in (sum(block), sum(b - 256 if b > 127 else b for b in block))
 
 
 class _Unknown:
@@ -58,6 +129,20 @@ class _Unknown:
         return [Issue(UNKNOWN_CHECKPOINT_FORMAT, f"neither a torch zip nor a pickle: {what}")]
 
 
+def _looks_like_safetensors(head: bytes, size: int) -> bool:
+    return len(head) >= 9 and head[8:9] == b"{" and 8 < int.from_bytes(head[:8], "little") < size
+
+
+def _torch_refuses_tar() -> _Verdict:
+    return _Verdict(
+        Issue(
+            TORCH_WILL_REFUSE,
+            "torch will refuse to load this with weights_only=True: it is a legacy .tar "
+            "checkpoint (torch < 0.4), whose pickles only a full unpickler reads",
+        )
+    )
+
+
 def choose_validator(
     rel: str,
     size: int,
@@ -66,25 +151,53 @@ def choose_validator(
     *,
     extra_allowed: Iterable[str] = (),
     max_header: int = MAX_HEADER_BYTES,
+    full_pickle: bool = False,
 ) -> Choice:
-    """The validator for ``rel``; ``head`` is the start of the file (at least 512 bytes if any)."""
+    """The validator for ``rel``; ``head`` is the start of the file (at least 512 bytes if any).
+
+    ``full_pickle``: a per-file policy names the file a known full pickle (its globals become
+    one note, torch's refusal is expected).
+    """
     suffix = suffix_of(rel)
     allowed = tuple(extra_allowed)
-    if suffix == ".safetensors":
+    if suffix == ".distcp":  # byte ranges DCP reads at the offsets .metadata names, not a file
+        return Choice("data", None)
+    if suffix == ".safetensors" or (suffix not in _TEXT and _looks_like_safetensors(head, size)):
         return Choice("safetensors", SafetensorsValidator(size, max_header=max_header))
-    if suffix in _TEXT:
-        keep = rel.endswith(".safetensors.index.json")
-        return Choice(_TEXT[suffix], TextValidator(size, _TEXT[suffix], keep=keep))
-    if suffix not in CHECKPOINT_SUFFIXES:
-        return Choice("data", None)
     if head.startswith(b"PK\x03\x04"):
-        return Choice("torch-zip", TorchZipValidator(size, pread, extra_allowed=allowed))
-    if suffix in _PICKLE_SUFFIXES:
-        return Choice("pickle", PickleStreamValidator(size, legacy=False, extra_allowed=allowed))
-    if head[:1] == b"\x80":
-        return Choice(
-            "torch-legacy", PickleStreamValidator(size, legacy=True, extra_allowed=allowed)
-        )
-    if suffix == ".bin":
+        names = zip_member_names(pread, size)
+        if names is not None and any(n.rsplit("/", 1)[-1] == "constants.pkl" for n in names):
+            return Choice("torchscript", TorchZipValidator(size, pread, torchscript=True))
+        if (
+            names is None
+            or any(n.endswith("data.pkl") for n in names)
+            or (suffix in CHECKPOINT_SUFFIXES)
+        ):
+            zipped = TorchZipValidator(size, pread, extra_allowed=allowed, full_pickle=full_pickle)
+            return Choice("torch-zip", zipped)
         return Choice("data", None)
-    return Choice("unknown", _Unknown(head[:512], size))
+    if head.startswith(NPY_MAGIC):
+        return Choice("npy", NpyValidator(size, extra_allowed=allowed))
+    binary_pickle = head[:1] == b"\x80"
+    if suffix in _TEXT and not binary_pickle:
+        keep = rel.endswith(".index.json")
+        return Choice(_TEXT[suffix], TextValidator(size, _TEXT[suffix], keep=keep))
+    if _is_tar(head):
+        if head[:100].split(b"\0", 1)[0] in (b"sys_info", b"./sys_info", b"storages", b"pickle"):
+            return Choice("torch-tar", _torch_refuses_tar())
+        return Choice("data", None)
+    if looks_like_pickle(head, size=size, named=suffix in CHECKPOINT_SUFFIXES):
+        torch_named = suffix in _MUST_BE_CHECKPOINT and suffix not in _PICKLE_SUFFIXES
+        if not torch_named and not starts_with_legacy_magic(head):
+            # read with pickle.load (DCP .metadata, joblib, .pkl), not torch.load
+            validator = PickleStreamValidator(
+                size, legacy=False, extra_allowed=allowed, full_pickle=full_pickle
+            )
+            return Choice("pickle", validator)
+        validator = PickleStreamValidator(
+            size, legacy=True, extra_allowed=allowed, full_pickle=full_pickle
+        )
+        return Choice("torch-legacy", validator)
+    if suffix in _MUST_BE_CHECKPOINT:
+        return Choice("unknown", _Unknown(head[:512], size))
+    return Choice("data", None)

@@ -120,14 +120,14 @@ class FiniteScanner:
     """
 
     def __init__(self) -> None:
-        self._np = numpy_or_none()
+        self._np: ModuleType | None = None  # imported at the first float bytes, not before
         self._spans: list[_Span] = []
         self._next = 0  # index of the first span not yet fully consumed
         self._pos = 0
 
     @property
     def available(self) -> bool:
-        return self._np is not None
+        return numpy_or_none() is not None
 
     def add_span(self, start: int, end: int, name: str, dtype: str) -> bool:
         """Scan ``[start, end)`` as ``dtype``; False (and ignored) if it cannot be scanned."""
@@ -141,9 +141,13 @@ class FiniteScanner:
     def feed(self, chunk: memoryview) -> None:
         lo, hi = self._pos, self._pos + len(chunk)
         self._pos = hi
-        if self._np is None:
-            return
         spans = self._spans
+        if self._next >= len(spans) or spans[self._next].start >= hi:
+            return
+        if self._np is None:
+            self._np = numpy_or_none()
+            if self._np is None:
+                return
         while self._next < len(spans):
             span = spans[self._next]
             if span.start >= hi:

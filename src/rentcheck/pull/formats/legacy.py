@@ -17,17 +17,24 @@ from rentcheck.pull.formats.base import Issue, TensorInfo
 from rentcheck.pull.formats.finite import FiniteScanner, nonfinite_issues, skipped_issue
 from rentcheck.pull.formats.pickle_safety import (
     GENOPS_ERRORS,
+    MAX_OPS,
     PickleReport,
     StorageRef,
     scan_pickle,
 )
 from rentcheck.pull.formats.torchzip import MAX_PICKLE_BYTES, pickle_issues
-from rentcheck.pull.rules import PICKLE_MALFORMED, UNKNOWN_CHECKPOINT_FORMAT, UNSAFE_PICKLE
+from rentcheck.pull.rules import (
+    PICKLE_MALFORMED,
+    UNKNOWN_CHECKPOINT_FORMAT,
+    VERIFY_LIMIT_REACHED,
+)
 
-__all__ = ["LEGACY_MAGIC", "PickleStreamValidator"]
+__all__ = ["LEGACY_MAGIC", "PickleStreamValidator", "starts_with_legacy_magic"]
 
 LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 LEGACY_PROTOCOL = 1001
+#: Pickles in one bare pickle file: torch's legacy format has five; joblib a handful per array.
+MAX_PICKLES = 10_000
 
 
 def _ops(data: bytes, start: int) -> list[tuple[str, object]] | None:
@@ -58,6 +65,11 @@ def _single_int(data: bytes, start: int) -> int | None:
     return None
 
 
+def starts_with_legacy_magic(head: bytes) -> bool:
+    """Whether the first pickle in ``head`` is torch's legacy magic number."""
+    return _single_int(head, 0) == LEGACY_MAGIC
+
+
 def _string_list(data: bytes, start: int) -> list[str] | None:
     """The strings of a pickled ``list[str]`` (the legacy storage keys), or None."""
     allowed = {
@@ -84,10 +96,19 @@ class PickleStreamValidator:
     """``legacy=True`` for torch checkpoints (.pt/.pth/.ckpt/.bin), False for bare pickles."""
 
     def __init__(
-        self, file_size: int, *, legacy: bool, extra_allowed: tuple[str, ...] = ()
+        self,
+        file_size: int,
+        *,
+        legacy: bool,
+        extra_allowed: tuple[str, ...] = (),
+        full_pickle: bool = False,
     ) -> None:
         self._size = file_size
         self._legacy = legacy
+        self._torch = legacy  # read by torch.load (weights_only) rather than pickle.load
+        self._full_pickle = full_pickle
+        self._capped: str | None = None
+        self._held = b""  # the buffered bytes once analysed, until they are streamed
         self._allowed = extra_allowed
         self._cap = min(file_size, MAX_PICKLE_BYTES)
         self._buf = bytearray()
@@ -104,6 +125,13 @@ class PickleStreamValidator:
         self._count = bytearray()
         self._left = 0
         self._end = 0
+
+    @property
+    def tensor_paths(self) -> frozenset[str]:
+        """The dotted path of every tensor in the object (legacy: the fourth pickle)."""
+        if self._legacy and len(self._reports) > 3:
+            return self._reports[3].tensor_paths
+        return frozenset()
 
     @property
     def tensors(self) -> tuple[TensorInfo, ...]:
@@ -123,7 +151,7 @@ class PickleStreamValidator:
             self._next_try = 2 * len(self._buf)
             self._analyse(final)
         if self._done:
-            buffered, self._buf = bytes(self._buf), bytearray()
+            buffered, self._held = self._held, b""
             self._process(memoryview(buffered))
             self._process(rest)
 
@@ -131,9 +159,15 @@ class PickleStreamValidator:
     def _scan_all(self, data: bytes, count: int | None) -> list[PickleReport] | None:
         """``count`` pickles (or all up to EOF when None); None if the data ran out first."""
         reports: list[PickleReport] = []
-        pos = 0
+        pos, ops_left = 0, MAX_OPS
         while (count is None and pos < len(data)) or (count is not None and len(reports) < count):
-            report = scan_pickle(data, start=pos, extra_allowed=self._allowed)
+            if len(reports) >= MAX_PICKLES:
+                self._capped = f"more than {MAX_PICKLES} pickles in one file"
+                break
+            report = scan_pickle(data, start=pos, extra_allowed=self._allowed, max_ops=ops_left)
+            ops_left -= report.ops
+            if report.capped:
+                self._capped = f"{report.capped} across its pickles"
             if report.malformed and report.end >= len(data) - 1 and len(data) < self._cap:
                 return None
             reports.append(report)
@@ -143,6 +177,8 @@ class PickleStreamValidator:
         return reports
 
     def _analyse(self, final: bool) -> None:
+        if not self._legacy and not final:
+            return  # a bare pickle stream is judged whole, once
         data = bytes(self._buf)
         reports = self._scan_all(data, 5 if self._legacy else None)
         if reports is None or (not self._legacy and not final):
@@ -162,16 +198,23 @@ class PickleStreamValidator:
             reports = self._scan_all(data, None) or []
         self._done = True
         self._reports = reports
+        self._buf, self._held = bytearray(), data  # one copy of the pickles, not three
+        if self._capped and not any(r.capped for r in reports):
+            self._issues.append(Issue(VERIFY_LIMIT_REACHED, f"{self._capped}; not proved safe"))
+            return
         for i, report in enumerate(reports):
-            self._issues += pickle_issues(report, f"pickle {i + 1}")
+            self._issues += pickle_issues(
+                report, f"pickle {i + 1}", torch=self._torch, full_pickle=self._full_pickle
+            )
         if any(r.malformed for r in reports):
             return
         if not self._legacy:
             if len(data) < self._size:
                 self._issues.append(
                     Issue(
-                        UNSAFE_PICKLE,
-                        f"pickle data beyond the first {len(data)} bytes was not scanned",
+                        VERIFY_LIMIT_REACHED,
+                        f"pickle data beyond the first {len(data)} bytes was not scanned; "
+                        "not proved safe",
                     )
                 )
             return

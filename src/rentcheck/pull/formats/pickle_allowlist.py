@@ -16,6 +16,7 @@ __all__ = [
     "STORAGE_DTYPES",
     "TORCH_DTYPES",
     "normalize_global",
+    "numpy_dtype_class",
 ]
 
 # torch dtype name -> (bytes per element, finite-scan dtype or None)
@@ -167,3 +168,29 @@ def normalize_global(module: str, name: str) -> str:
     elif module in _compat_pickle.IMPORT_MAPPING:
         module = _compat_pickle.IMPORT_MAPPING[module]
     return f"{module}.{name}"
+
+
+_NUMPY_DTYPE_CLASSES = {
+    "b1": "Bool",
+    "i1": "Int8",
+    "u1": "UInt8",
+    "i2": "Int16",
+    "u2": "UInt16",
+    "i4": "Int32",
+    "u4": "UInt32",
+    "i8": "Int64",
+    "u8": "UInt64",
+    "f2": "Float16",
+    "f4": "Float32",
+    "f8": "Float64",
+    "c8": "Complex64",
+    "c16": "Complex128",
+    "O8": "Object",
+}
+
+
+def numpy_dtype_class(code: str) -> str:
+    """The class of ``numpy.dtype(code)`` in numpy 2 (``'u4'`` -> ``numpy.dtypes.UInt32DType``):
+    the type torch's BUILD checks, so it must be allow-listed to load a pickled dtype."""
+    short = code.lstrip("<>=|")
+    return f"numpy.dtypes.{_NUMPY_DTYPE_CLASSES.get(short, short)}DType"

@@ -1,9 +1,15 @@
 """The symbolic pickle machine behind ``pickle_safety``: values, stack, memo and opcodes.
 
 Values are plain strings and ints, ``Global`` (a resolved ``module.name``), ``Pers`` (a torch
-storage persistent id), ``Tuple`` and ``Obj`` (an opaque container or call result). Containers
-keep only the (path, storage key) pairs found inside them, so memory grows with the number of
-tensors, not with the pickle; every structure is bounded by the caps below.
+storage persistent id), ``Tuple`` and ``Obj`` (an opaque container or call result, with the
+type CPython would give it). Containers keep only the (path, storage key) pairs found inside
+them, so memory grows with the number of tensors, not with the pickle; every structure is
+bounded by the caps below. The memo is a dict as in CPython's unpickler (``MEMOIZE`` stores at
+``len(memo)``), so a memo trick resolves here exactly as it would there.
+
+Two verdicts are kept apart: ``unsafe`` (the stream can reach something outside the
+allow-list: hostile) and ``refused`` (torch's ``weights_only`` unpickler would refuse a
+construct that is harmless in itself, e.g. the ``FRAME`` of a protocol-4 pickle).
 """
 
 from __future__ import annotations
@@ -16,13 +22,71 @@ from rentcheck.pull.formats.pickle_allowlist import (
     STORAGE_DTYPES,
     TORCH_DTYPES,
     normalize_global,
+    numpy_dtype_class,
 )
+from rentcheck.pull.formats.pickle_calls import NON_CALLABLE, call_refusal
 
-__all__ = ["LEAF", "OPS", "Global", "Machine", "Malformed", "Obj", "StorageRef", "kind"]
+__all__ = [
+    "LEAF",
+    "OPS",
+    "TORCH_OPS",
+    "Global",
+    "Machine",
+    "Malformed",
+    "Obj",
+    "StorageRef",
+    "kind",
+]
 
 MAX_STACK = 100_000  # real pickles stay below a few thousand (batches of 1000)
-MAX_REFS = 200_000
-MAX_SPARSE_MEMO = 100_000
+MAX_REFS = 200_000  # (path, storage) pairs kept for naming; past it tensors go unnamed
+MAX_MEMO = 1_000_000  # memo entries (one per PUT/MEMOIZE of a distinct index)
+
+#: The opcodes torch 2.13's ``weights_only`` unpickler implements (``_weights_only_unpickler``);
+#: any other opcode makes it raise "Unsupported operand".
+TORCH_OPS = frozenset(
+    {
+        "GLOBAL",
+        "NEWOBJ",
+        "REDUCE",
+        "BUILD",
+        "APPEND",
+        "APPENDS",
+        "SETITEM",
+        "SETITEMS",
+        "MARK",
+        "TUPLE",
+        "TUPLE1",
+        "TUPLE2",
+        "TUPLE3",
+        "NONE",
+        "NEWFALSE",
+        "NEWTRUE",
+        "EMPTY_TUPLE",
+        "EMPTY_LIST",
+        "EMPTY_DICT",
+        "EMPTY_SET",
+        "BININT",
+        "BININT1",
+        "BININT2",
+        "BINFLOAT",
+        "BINUNICODE",
+        "SHORT_BINSTRING",
+        "BINPERSID",
+        "BINGET",
+        "LONG_BINGET",
+        "BINPUT",
+        "LONG_BINPUT",
+        "LONG1",
+        "PROTO",
+        "STOP",
+    }
+)
+#: Modules torch refuses even when a user allow-lists a name in them.
+TORCH_BLOCKED_MODULES = frozenset({"sys", "os", "posix", "nt"})
+#: Types torch's BUILD accepts besides the allow-listed ones.
+_BUILDABLE = frozenset({"torch.Tensor", "torch.nn.parameter.Parameter", "collections.OrderedDict"})
+_TENSOR = "torch.Tensor"
 
 
 @dataclass(frozen=True)
@@ -64,10 +128,11 @@ NO_REFS: list[tuple[str, str]] = []
 class Obj:
     """A container or call result; ``refs`` are (path, storage key) pairs found inside it."""
 
-    __slots__ = ("call", "refs")
+    __slots__ = ("call", "refs", "type")
 
-    def __init__(self, call: str | None = None) -> None:
+    def __init__(self, call: str | None = None, type_: str | None = None) -> None:
         self.call = call  # qualified name of the callable that produced it
+        self.type = type_  # the qualified type CPython would give it; None when unknown
         self.refs: list[tuple[str, str]] = NO_REFS  # replaced, never mutated, when shared
 
 
@@ -82,8 +147,77 @@ class Tuple:
         self.refs = refs
 
 
-LEAF = object()
-EMPTY = Obj()  # every empty list/dict/set until something with a tensor is added to it
+class Leaf:
+    """A scalar whose value does not matter, only its kind (None, bool, float, bytes)."""
+
+    __slots__ = ("kind", "truthy")
+
+    def __init__(self, kind_: str, truthy: bool | None) -> None:
+        self.kind, self.truthy = kind_, truthy
+
+
+LEAF = Leaf("", None)
+_LEAVES = {
+    "NONE": Leaf("none", False),
+    "NEWTRUE": Leaf("bool", True),
+    "NEWFALSE": Leaf("bool", False),
+    "FLOAT": Leaf("float", None),
+    "BINFLOAT": Leaf("float", None),
+}
+_BYTES = Leaf("bytes", None)
+_CONTAINERS = ("builtins.list", "builtins.dict", "builtins.set")
+# Every list/dict/set without a tensor in it is one shared object per type and state (empty,
+# or filled with plain values): no allocation per container, which a hostile pickle would
+# otherwise turn into memory. A fresh Obj replaces it once a tensor is added.
+EMPTIES = {name: Obj(None, name) for name in _CONTAINERS}
+FILLED = {name: Obj(None, name) for name in _CONTAINERS}
+_SHARED = frozenset(id(o) for o in (*EMPTIES.values(), *FILLED.values()))
+_EMPTY_IDS = frozenset(id(o) for o in EMPTIES.values())
+
+
+def kind_of(value: object) -> str:
+    """The argument kind ``pickle_calls`` judges calls by ("" when unknown)."""
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, Leaf):
+        return value.kind
+    if isinstance(value, (tuple, Tuple)):
+        return "tuple"
+    if isinstance(value, Obj) and value.type is not None:
+        empty = id(value) in _EMPTY_IDS
+        return ("empty:" if empty else "full:") + value.type
+    return ""
+
+
+def truthy(value: object) -> bool | None:
+    """Whether ``value`` is true in Python, when the machine knows."""
+    if isinstance(value, (str, int)):
+        return bool(value)
+    if isinstance(value, Leaf):
+        return value.truthy
+    items = items_of(value)
+    if items is not None:
+        return bool(items)
+    if isinstance(value, Obj) and id(value) in _SHARED:
+        return id(value) not in _EMPTY_IDS
+    return None
+
+
+def result_type(func: str, args: tuple[object, ...]) -> str:
+    """The type of ``func(*args)`` as far as the allow-list can tell (for BUILD's type check)."""
+    if func in REBUILD_FUNCTIONS or func == "torch._tensor._rebuild_from_type_v2":
+        return "torch.nn.parameter.Parameter" if "parameter" in func else _TENSOR
+    if func == "_codecs.encode":
+        return "builtins.bytes"
+    if func == "torch.serialization._get_layout":
+        return "torch.layout"
+    if func.endswith("multiarray._reconstruct") and args and isinstance(args[0], Global):
+        return args[0].name
+    if func == "numpy.dtype" and args and isinstance(args[0], str):
+        return numpy_dtype_class(args[0])
+    return func  # an allow-listed class: its instance
 
 
 class Machine:
@@ -91,10 +225,11 @@ class Machine:
         self.allowed = allowed
         self.stack: list[object] = []
         self.marks: list[int] = []
-        self.memo: list[object] = []
-        self.sparse: dict[int, object] = {}
+        self.memo: dict[int, object] = {}
         self.globals: dict[str, None] = {}
         self.unsafe: dict[str, None] = {}
+        self.refused: dict[str, None] = {}  # what torch's weights_only unpickler would refuse
+        self.capped: str | None = None  # the work cap that stopped the analysis
         self.storages: dict[str, StorageRef] = {}
         self.dtypes: dict[str, tuple[int, str | None]] = {}
         self.bad_views: list[str] = []
@@ -132,32 +267,51 @@ class Machine:
             return [("", value.key)]
         return []
 
+    def copy_refs(
+        self, head: str, refs: list[tuple[str, str]], into: list[tuple[str, str]]
+    ) -> None:
+        """Append ``refs`` under ``head`` to ``into`` while the naming budget lasts: one item
+        referenced a million times through the memo must not cost a million copies."""
+        room = MAX_REFS - self.nrefs
+        if room <= 0 or not refs:
+            return
+        part = refs[:room]
+        into += [(_join(head, p), k) for p, k in part]
+        self.nrefs += len(part)
+
     def tuple_(self, items: list[object]) -> Tuple | tuple[object, ...]:
         """A plain tuple when nothing inside refers to a storage (the common, cheap case)."""
         refs: list[tuple[str, str]] = []
-        if self.nrefs < MAX_REFS:
-            for i, item in enumerate(items):
-                refs += [(_join(str(i), p), k) for p, k in self.refs_of(item)]
-            self.nrefs += len(refs)
+        for i, item in enumerate(items):
+            if self.nrefs >= MAX_REFS:
+                break
+            self.copy_refs(str(i), self.refs_of(item), refs)
         return Tuple(tuple(items), refs) if refs else tuple(items)
 
     def attach(self, target: object, key: object, value: object) -> Obj:
         """Add ``value`` under ``key`` to ``target``; returns the target (a fresh one in place of
-        the shared ``EMPTY`` container on top of the stack, once it receives a tensor)."""
+        a shared empty container on top of the stack, once it receives a tensor)."""
         if not isinstance(target, Obj):
             raise Malformed(f"cannot add items to {kind(target)}")
         refs = self.refs_of(value)
+        if id(target) in _EMPTY_IDS and not (refs and self.nrefs < MAX_REFS):
+            filled = FILLED[target.type or "builtins.list"]
+            if self.stack and self.stack[-1] is target:
+                self.stack[-1] = filled
+            return filled
         if refs and self.nrefs < MAX_REFS:
-            if target is EMPTY:
-                target = Obj()
-                if self.stack and self.stack[-1] is EMPTY:
+            if id(target) in _SHARED:
+                shared, target = target, Obj(None, target.type)
+                if self.stack and self.stack[-1] is shared:
                     self.stack[-1] = target
             if target.refs is NO_REFS:
                 target.refs = []
             label = key if isinstance(key, str) else str(key) if isinstance(key, int) else "?"
-            target.refs += [(_join(label, p), k) for p, k in refs]
-            self.nrefs += len(refs)
+            self.copy_refs(label, refs, target.refs)
         return target
+
+    def refuse(self, message: str) -> None:
+        self.refused.setdefault(message, None)
 
     def flag(self, message: str) -> None:
         self.unsafe.setdefault(message, None)
@@ -172,6 +326,8 @@ class Machine:
         self.globals.setdefault(qual, None)
         if qual not in self.allowed:
             self.flag(f"global '{qual}' is not on the state-dict allow-list")
+        elif qual.partition(".")[0] in TORCH_BLOCKED_MODULES:
+            self.refuse(f"global '{qual}' is in a module torch always blocks")
         self.push(Global(qual))
 
     def call(self, func: object, args: object, opname: str) -> None:
@@ -182,10 +338,20 @@ class Machine:
         items = items_of(args)
         if items is None:
             raise Malformed(f"{opname} arguments are {kind(args)}, not a tuple")
-        result = Obj(func.name)
-        if isinstance(args, Tuple) and self.nrefs < MAX_REFS:  # a call is transparent for naming
-            result.refs = [("", k) for _, k in args.refs]
-            self.nrefs += len(result.refs)
+        if opname == "NEWOBJ" and (func.name in REBUILD_FUNCTIONS or func.name in NON_CALLABLE):
+            self.refuse(f"NEWOBJ on '{func.name}', which is not a class")
+        elif opname != "NEWOBJ" and func.name in self.allowed:
+            why = call_refusal(
+                func.name,
+                [kind_of(i) for i in items],
+                [i if isinstance(i, str) else None for i in items],
+            )
+            if why is not None:
+                self.refuse(f"{opname} fails in torch: {why}")
+        result = Obj(func.name, result_type(func.name, items))
+        if isinstance(args, Tuple):  # a call is transparent for naming
+            result.refs = []
+            self.copy_refs("", args.refs, result.refs)
         if func.name in REBUILD_FUNCTIONS:
             self.rebuild(func.name, items, result)
         self.push(result)
@@ -201,6 +367,13 @@ class Machine:
                 self.dtypes.setdefault(pers.key, dtype)
         if func.endswith(("_v2", "_v3")) and len(args) >= 4:
             self.check_view(pers.key, args[1], args[2], args[3])
+
+    def buildable(self, target: object) -> bool:
+        """Whether torch's BUILD accepts ``target``: a Tensor, a Parameter, an OrderedDict or an
+        instance of an allow-listed type (``type(inst)`` in its values)."""
+        if not isinstance(target, Obj) or target.type is None:
+            return False
+        return target.type in _BUILDABLE or target.type in self.allowed
 
     def check_view(self, key: str, offset: object, size: object, stride: object) -> None:
         """Flag a tensor whose (offset, size, stride) reaches past its storage's elements."""
@@ -267,33 +440,24 @@ def _push_arg(m: Machine, name: str, arg: object) -> None:
 
 
 def _push_leaf(m: Machine, name: str, arg: object) -> None:
-    m.push(LEAF)
+    m.push(_LEAVES.get(name, _BYTES))
 
 
 def _put(m: Machine, name: str, arg: object) -> None:
+    # CPython: memo[len(memo)] for MEMOIZE (the dict's size, holes and all); PUT refuses < 0.
     index = len(m.memo) if name == "MEMOIZE" else arg
-    if not isinstance(index, int):
+    if not isinstance(index, int) or index < 0:
         raise Malformed(f"{name} with index {index!r}")
-    value = m.top()
-    if index == len(m.memo):
-        m.memo.append(value)
-    elif 0 <= index < len(m.memo):
-        m.memo[index] = value
-    elif len(m.sparse) < MAX_SPARSE_MEMO:
-        m.sparse[index] = value
-    else:
-        raise Malformed("too many out-of-order memo indices")
+    if index not in m.memo and len(m.memo) >= MAX_MEMO:
+        m.capped = f"more than {MAX_MEMO} memo entries"
+        raise Malformed(m.capped)
+    m.memo[index] = m.top()
 
 
 def _get(m: Machine, name: str, arg: object) -> None:
-    if not isinstance(arg, int):
-        raise Malformed(f"{name} with index {arg!r}")
-    if 0 <= arg < len(m.memo):
-        m.push(m.memo[arg])
-    elif arg in m.sparse:
-        m.push(m.sparse[arg])
-    else:
-        raise Malformed(f"memo {arg} read before it was written")
+    if not isinstance(arg, int) or arg not in m.memo:
+        raise Malformed(f"memo {arg!r} read before it was written")
+    m.push(m.memo[arg])
 
 
 def _mark(m: Machine, name: str, arg: object) -> None:
@@ -301,7 +465,10 @@ def _mark(m: Machine, name: str, arg: object) -> None:
 
 
 def _empty(m: Machine, name: str, arg: object) -> None:
-    m.push(() if name == "EMPTY_TUPLE" else EMPTY)
+    if name == "EMPTY_TUPLE":
+        m.push(())
+    else:
+        m.push(EMPTIES["builtins." + name[6:].lower()])
 
 
 def _tuple(m: Machine, name: str, arg: object) -> None:
@@ -319,27 +486,69 @@ def _pairs(items: list[object], name: str) -> Iterator[tuple[object, object]]:
 
 
 def _build_container(m: Machine, name: str, arg: object) -> None:
-    obj = Obj()
+    type_ = {"DICT": "builtins.dict", "LIST": "builtins.list"}.get(name, "builtins.frozenset")
+    obj = Obj(None, type_)
     items = m.pop_mark()
     pairs = _pairs(items, name) if name == "DICT" else enumerate(items)
     for key, value in pairs:
         obj = m.attach(obj, key, value)
-    m.push(obj if obj.refs else EMPTY)
+    if obj.refs or type_ == "builtins.frozenset":
+        m.push(obj)
+    else:
+        m.push((FILLED if items else EMPTIES)[type_])
+
+
+#: What each adding opcode needs its target to be, for torch and (by method) for CPython.
+_ADD_TARGETS = {
+    "APPEND": ("builtins.list",),
+    "APPENDS": ("builtins.list",),
+    "ADDITEMS": ("builtins.set",),
+    "SETITEM": ("builtins.dict", "collections.OrderedDict", "collections.Counter"),
+    "SETITEMS": ("builtins.dict", "collections.OrderedDict", "collections.Counter"),
+}
+
+
+def _check_target(m: Machine, name: str, target: object) -> None:
+    """CPython calls the target's ``append``/``extend``/``__setitem__``/``add``: on anything
+    but the plain container that is a method call on an arbitrary object; torch refuses it."""
+    type_ = target.type if isinstance(target, Obj) else None
+    if type_ in _ADD_TARGETS[name]:
+        return
+    if type_ in ("builtins.list", "builtins.dict", "builtins.set", "builtins.frozenset"):
+        m.refuse(f"{name} on a {type_.partition('.')[2]}")  # fails in CPython, harmlessly
+    elif isinstance(target, Obj) and type_ is not None and type_ in m.allowed:
+        m.refuse(f"{name} on an instance of '{type_}' (torch accepts only the plain container)")
+    else:
+        m.flag(f"{name} on {kind(target)} calls a method of an object no allow-list names")
 
 
 def _add(m: Machine, name: str, arg: object) -> None:
     if name in ("APPEND", "SETITEM"):
         value = m.pop()
         key = m.pop() if name == "SETITEM" else "?"
+        _check_target(m, name, m.top())
+        if name == "SETITEM":
+            _check_key(m, key)
         m.attach(m.top(), key, value)
         return
     items = m.pop_mark()
     target = m.top()
     if not items and not isinstance(target, Obj):
         raise Malformed(f"{name} on {kind(target)}")
-    pairs = _pairs(items, name) if name == "SETITEMS" else (("?", item) for item in items)
+    _check_target(m, name, target)
+    pairs = list(_pairs(items, name)) if name == "SETITEMS" else [("?", i) for i in items]
     for key, value in pairs:
+        if name == "SETITEMS":
+            _check_key(m, key)
         target = m.attach(target, key, value)
+
+
+_UNHASHABLE = ("builtins.list", "builtins.dict", "builtins.set")
+
+
+def _check_key(m: Machine, key: object) -> None:
+    if kind_of(key).endswith(_UNHASHABLE):
+        m.refuse("a dict key that is a list, dict or set (unhashable)")
 
 
 def _global(m: Machine, name: str, arg: object) -> None:
@@ -362,9 +571,37 @@ def _build(m: Machine, name: str, arg: object) -> None:
     state = m.pop()
     target = m.top()
     if not isinstance(target, Obj) or target.call is None:
-        m.flag(f"BUILD on {kind(target)}, not an object made by an allowed global")
-    else:
-        m.attach(target, "", state)
+        # BUILD on a value no allowed global made: CPython would set attributes on (or call
+        # ``__setstate__`` of) something nothing vetted.
+        if isinstance(target, Obj) and target.type is not None:
+            m.refuse(f"BUILD on a plain {target.type.partition('.')[2]}")
+        else:
+            m.flag(f"BUILD on {kind(target)}, not an object made by an allowed global")
+        return
+    if not m.buildable(target):
+        m.refuse(
+            f"BUILD on the result of '{target.call}' (type '{target.type}'), which torch's "
+            "BUILD does not accept"
+        )
+    elif target.type in _NO_DICT and truthy(state) is not False:
+        # no __setstate__ and no __dict__: a non-empty state raises in torch and CPython alike
+        m.refuse(f"BUILD with a state on a '{target.type}', which has no attributes to set")
+    elif target.type == "collections.OrderedDict" and not _mapping_like(state):
+        m.refuse("BUILD on an OrderedDict with a state that is not a mapping")
+    m.attach(target, "", state)
+
+
+_NO_DICT = frozenset({"builtins.set", "torch.Size", "builtins.frozenset", "builtins.complex"})
+
+
+def _mapping_like(state: object) -> bool:
+    """``__dict__.update(state)`` succeeds (as far as the machine can tell)."""
+    k = kind_of(state)
+    return (
+        k == ""
+        or k.startswith(("empty:", "full:builtins.dict", "full:collections"))
+        or (k == "tuple" and not items_of(state))
+    )
 
 
 def _persid(m: Machine, name: str, arg: object) -> None:

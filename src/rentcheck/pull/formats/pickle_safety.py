@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import pickletools
 import struct
+import time
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from rentcheck.pull.formats.pickle_allowlist import ALLOWED_GLOBALS, normalize_g
 from rentcheck.pull.formats.pickle_machine import (
     LEAF,
     OPS,
+    TORCH_OPS,
+    Global,
     Machine,
     Malformed,
     Obj,
@@ -32,6 +35,9 @@ from rentcheck.pull.formats.pickle_machine import (
 __all__ = ["GENOPS_ERRORS", "PickleReport", "StorageRef", "scan_pickle"]
 
 MAX_OPS = 3_000_000  # about 80k tensors; ~35 bytes retained per opcode at worst
+#: Wall-clock budget of one pickle (checked every 4096 opcodes): a real data.pkl takes
+#: milliseconds to a few seconds; this only stops a scan the other caps somehow let run on.
+MAX_SCAN_SECONDS = 60.0
 GENOPS_ERRORS = (ValueError, struct.error, OverflowError, EOFError, IndexError, MemoryError)
 
 
@@ -44,6 +50,10 @@ class PickleReport:
     malformed: str | None
     storages: Mapping[str, StorageRef]
     bad_views: tuple[str, ...]  # tensors whose view exceeds their storage
+    refused: tuple[str, ...] = ()  # what torch's weights_only unpickler would refuse (harmless)
+    capped: str | None = None  # the work cap that stopped the analysis, if one did
+    ops: int = 0  # opcodes analysed
+    tensor_paths: frozenset[str] = frozenset()  # dotted path of every tensor in the object
 
 
 def _unsafe_opcode(m: Machine, name: str, arg: object) -> None:
@@ -52,12 +62,20 @@ def _unsafe_opcode(m: Machine, name: str, arg: object) -> None:
         module, _, attr = arg.partition(" ")
         qual = normalize_global(module, attr)
         m.globals.setdefault(qual, None)
-        m.flag(f"opcode INST calls '{qual}' (not needed by a state dict)")
+        if qual in m.allowed:  # CPython calls an allowed class: harmless; torch refuses INST
+            m.refuse(f"opcode INST calls '{qual}'")
+        else:
+            m.flag(f"opcode INST calls '{qual}' (not needed by a state dict)")
         m.pop_mark()
-        m.push(Obj(qual))
+        m.push(Obj(qual, qual))
     elif name == "OBJ":
         items = m.pop_mark()
-        what = kind(items[0]) if items else "nothing"
+        first = items[0] if items else None
+        if isinstance(first, Global) and first.name in m.allowed:
+            m.refuse(f"opcode OBJ calls '{first.name}'")
+            m.push(Obj(first.name, first.name))
+            return
+        what = kind(first) if items else "nothing"
         m.flag(f"opcode OBJ calls {what} (not needed by a state dict)")
         m.push(Obj())
     else:
@@ -77,7 +95,8 @@ def scan_pickle(
     m = Machine(ALLOWED_GLOBALS | frozenset(extra_allowed))
     stream = io.BytesIO(data)
     stream.seek(start)
-    end, malformed = start, None
+    end, malformed, count = start, None, 0
+    deadline = time.monotonic() + MAX_SCAN_SECONDS
     ops = pickletools.genops(stream)
     # A crafted STRING opcode makes pickletools warn about its escapes; the scan judges the
     # bytes, the user's terminal need not hear about them.
@@ -95,12 +114,18 @@ def scan_pickle(
                         f"{str(exc) or type(exc).__name__} (after byte {end})"
                     ) from None
                 end = (pos or 0) + 1
+                if not count & 0xFFF and time.monotonic() > deadline:
+                    m.capped = f"analysis took more than {MAX_SCAN_SECONDS:g} s"
+                    raise Malformed(m.capped)
                 if count > max_ops:
-                    m.flag(f"pickle has more than {max_ops} opcodes; too large to prove safe")
+                    m.capped = f"more than {max_ops} opcodes"
                     raise Malformed(f"analysis stopped after {max_ops} opcodes")
+                if opcode.name not in TORCH_OPS:
+                    m.refuse(f"opcode {opcode.name}")
                 if opcode.name == "STOP":
-                    if m.marks or len(m.stack) != 1:
-                        raise Malformed("STOP with a stack that does not hold exactly one object")
+                    # As CPython and torch: STOP returns the top of the stack (above the last
+                    # MARK); whatever lies below it is dropped, unused.
+                    m.stack.append(m.pop())
                     break
                 handler = OPS.get(opcode.name)
                 if handler is not None:
@@ -110,6 +135,9 @@ def scan_pickle(
         except Malformed as exc:
             malformed = str(exc) if "(after byte" in str(exc) else f"{exc} (at byte {end - 1})"
     storages = _finish_storages(m)
+    paths = frozenset(p for value in m.stack[-1:] for p, _ in m.refs_of(value) if p)
+    if m.capped is None and malformed and "stack deeper than" in malformed:
+        m.capped = malformed.split(" (at byte")[0]
     return PickleReport(
         end=end,
         protocol=m.protocol,
@@ -118,6 +146,10 @@ def scan_pickle(
         malformed=malformed,
         storages=storages,
         bad_views=tuple(dict.fromkeys(m.bad_views)),
+        refused=tuple(m.refused),
+        capped=m.capped,
+        ops=count,
+        tensor_paths=paths,
     )
 
 

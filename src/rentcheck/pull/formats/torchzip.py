@@ -8,6 +8,7 @@ record incrementally (torch writes the CRCs but never checks them), buffers ``da
 
 from __future__ import annotations
 
+import functools
 import importlib
 import struct
 import zlib
@@ -19,18 +20,30 @@ from rentcheck.pull.formats.base import Issue, PRead, TensorInfo
 from rentcheck.pull.formats.finite import FiniteScanner, nonfinite_issues, skipped_issue
 from rentcheck.pull.formats.pickle_safety import PickleReport, scan_pickle
 from rentcheck.pull.formats.zipdir import (
+    ZipLimit,
     ZipRecord,
     has_zip64_extra,
     parse_local_header,
     read_central_directory,
 )
-from rentcheck.pull.rules import PICKLE_MALFORMED, TORCH_ZIP_CORRUPT, UNSAFE_PICKLE
+from rentcheck.pull.rules import (
+    KNOWN_FULL_PICKLE,
+    PICKLE_MALFORMED,
+    TORCH_WILL_REFUSE,
+    TORCH_ZIP_CORRUPT,
+    TORCHSCRIPT_ARCHIVE,
+    UNSAFE_PICKLE,
+    VERIFY_LIMIT_REACHED,
+)
 
 __all__ = ["MAX_PICKLE_BYTES", "TorchZipValidator", "crc32", "pickle_issues"]
 
-MAX_PICKLE_BYTES = 64 * 1024 * 1024
+# A pickle is buffered whole (and copied once) to be scanned: 32 MiB keeps two workers' worth
+# under the 300 MB target; data.pkl of an 80k-tensor state dict is about 10 MiB.
+MAX_PICKLE_BYTES = 32 * 1024 * 1024
 
 
+@functools.lru_cache(maxsize=1)
 def _crc32_function() -> Callable[[Any, int], int]:
     """zlib's CRC32, or ISA-L's when the optional ``isal`` package is installed: the same
     polynomial at about 3x the speed (10 GB/s against 3 GB/s here), which is the difference
@@ -42,31 +55,89 @@ def _crc32_function() -> Callable[[Any, int], int]:
     return crc
 
 
-crc32 = _crc32_function()
+def crc32(data: Any, value: int) -> int:
+    """CRC32 of ``data`` continuing ``value``; the implementation is chosen at the first call,
+    so importing this module costs no ``isal`` import (start-up stays under 100 ms)."""
+    return _crc32_function()(data, value)
 
 
-def pickle_issues(report: PickleReport, what: str) -> list[Issue]:
-    """RC513/RC514 issues for one analysed pickle."""
+def pickle_issues(
+    report: PickleReport, what: str, *, torch: bool = True, full_pickle: bool = False
+) -> list[Issue]:
+    """The issues of one analysed pickle: hostile (RC514), a work cap (RC533), damage (RC513);
+    then, for a pickle ``torch.load`` reads (``torch``), what its weights_only unpickler would
+    refuse (RC530), or the note for a known full pickle (RC534)."""
     issues = [
         Issue(UNSAFE_PICKLE, f"{what}: {u}", {"globals": list(report.globals)})
         for u in report.unsafe
     ]
-    if report.malformed:
+    if report.capped:
+        issues.append(
+            Issue(
+                VERIFY_LIMIT_REACHED,
+                f"{what}: {report.capped}; more than any real checkpoint needs, not proved safe",
+            )
+        )
+    elif report.malformed:
         issues.append(Issue(PICKLE_MALFORMED, f"{what}: {report.malformed}"))
+    if report.unsafe or report.capped or report.malformed:
+        return issues
+    if full_pickle:
+        names = list(report.globals)
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        issues.append(
+            Issue(
+                KNOWN_FULL_PICKLE,
+                f"{what}: a known full pickle (per-file policy) naming {shown or 'no globals'}; "
+                "every one is on its per-file list",
+                {"globals": names},
+            )
+        )
+    elif torch and report.refused:
+        proto = f" (a protocol-{report.protocol} pickle)" if (report.protocol or 2) > 2 else ""
+        issues.append(
+            Issue(
+                TORCH_WILL_REFUSE,
+                f"{what}: torch will refuse to load this with weights_only=True{proto}: "
+                + "; ".join(report.refused[:3]),
+                {"refused": list(report.refused[:50])},
+            )
+        )
     return issues
 
 
 class TorchZipValidator:
-    def __init__(self, file_size: int, pread: PRead, *, extra_allowed: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        file_size: int,
+        pread: PRead,
+        *,
+        extra_allowed: Iterable[str] = (),
+        full_pickle: bool = False,
+        torchscript: bool = False,
+    ) -> None:
         self._size = file_size
         self._allowed = tuple(extra_allowed)
+        self._full_pickle = full_pickle
+        self._torchscript = torchscript
         self._issues: list[Issue] = []
+        if torchscript:
+            self._issues.append(
+                Issue(
+                    TORCHSCRIPT_ARCHIVE,
+                    "TorchScript: weights_only refuses it (torch.load hands it to "
+                    "torch.jit.load, which runs the archive's code); records and CRCs checked",
+                )
+            )
         self._scanner = FiniteScanner()
         self._pos = 0
         self._records: list[ZipRecord] = []
         self._cd_off = 0
         try:
             self._records, self._cd_off = read_central_directory(pread, file_size)
+        except ZipLimit as exc:
+            self._issues.append(Issue(VERIFY_LIMIT_REACHED, f"{exc.message}; not proved safe"))
+            self._records = []
         except (FormatError, struct.error) as exc:
             msg = exc.message if isinstance(exc, FormatError) else "central directory is damaged"
             self._corrupt(msg)
@@ -88,6 +159,8 @@ class TorchZipValidator:
         self._early: list[str] = []  # storage keys streamed before data.pkl was analysed
         self._flags = 0
         self._local_zip64 = False
+        self._inflate: Any = None  # zlib decompressor of a deflated TorchScript record
+        self._inflated = 0
 
     def _corrupt(self, message: str) -> None:
         self._issues.append(Issue(TORCH_ZIP_CORRUPT, message))
@@ -98,9 +171,14 @@ class TorchZipValidator:
         prefix = self._records[0].name.split("/", 1)[0] + "/"
         if not all(r.name.startswith(prefix) for r in self._records):
             self._corrupt("records do not share one top-level folder (not a torch.save archive)")
-        if not any(r.name == prefix + "data.pkl" for r in self._records):
+        if not self._torchscript and not any(r.name == prefix + "data.pkl" for r in self._records):
             self._corrupt(f"no {prefix}data.pkl record (not a torch.save archive)")
         return prefix
+
+    @property
+    def tensor_paths(self) -> frozenset[str]:
+        """The dotted path of every tensor in data.pkl's object (tied weights each count)."""
+        return self._report.tensor_paths if self._report is not None else frozenset()
 
     @property
     def tensors(self) -> tuple[TensorInfo, ...]:
@@ -145,7 +223,17 @@ class TorchZipValidator:
                     self._descriptor(rec)
         elif self._phase == "data" and rec is not None:
             piece = view[: self._data_end - self._pos]
-            self._crc = crc32(piece, self._crc)
+            if self._inflate is not None:  # a TorchScript code record: CRC of what it holds
+                room = rec.usize - self._inflated + 1
+                try:
+                    out = self._inflate.decompress(piece, room) if room > 0 else b""
+                except zlib.error as exc:
+                    self._corrupt(f"record {rec.name!r} does not inflate: {exc}")
+                    out, self._inflated = b"", -(1 << 62)
+                self._inflated += len(out)
+                self._crc = crc32(out, self._crc)
+            else:
+                self._crc = crc32(piece, self._crc)
             if self._pickle is not None and len(self._pickle) < MAX_PICKLE_BYTES:
                 self._pickle += piece[: MAX_PICKLE_BYTES - len(self._pickle)]
             if self._byteorder is not None and len(self._byteorder) < 16:
@@ -168,7 +256,11 @@ class TorchZipValidator:
         self._local_zip64 = has_zip64_extra(bytes(self._buf[30 + name_len :]))
         if name.decode("utf-8", "replace") != rec.name and name.decode("cp437") != rec.name:
             self._corrupt(f"local header at {rec.header_offset} names {name!r}, not {rec.name!r}")
-        if method != rec.method or method != 0 or rec.csize != rec.usize:
+        deflated = self._torchscript and method == rec.method == 8  # jit.save deflates code
+        stored = method == rec.method == 0 and rec.csize == rec.usize
+        self._inflate = zlib.decompressobj(-15) if deflated else None
+        self._inflated = 0
+        if not (stored or deflated):
             self._corrupt(f"record {rec.name!r} is compressed (torch.save writes stored records)")
             self._phase = "done"
             return
@@ -176,7 +268,8 @@ class TorchZipValidator:
         self._crc = 0
         self._start_of[rec.name] = self._pos
         self._data_end = self._pos + rec.csize
-        self._pickle = bytearray() if rec.name == self._prefix + "data.pkl" else None
+        wanted = rec.name == self._prefix + "data.pkl" and not self._torchscript
+        self._pickle = bytearray() if wanted else None
         self._byteorder = bytearray() if rec.name == self._prefix + "byteorder" else None
         self._add_span(rec)
         self._flags = flags
@@ -200,6 +293,11 @@ class TorchZipValidator:
 
     def _end_data(self, rec: ZipRecord) -> None:
         self._seen[rec.name] = self._crc
+        if self._inflate is not None and self._inflated != rec.usize:
+            self._corrupt(
+                f"record {rec.name!r} inflates to {self._inflated}, not {rec.usize} bytes"
+            )
+        self._inflate = None
         if self._pickle is not None:
             self._scan_pickle(rec)
         if self._byteorder is not None:
@@ -232,14 +330,14 @@ class TorchZipValidator:
         if rec.csize > MAX_PICKLE_BYTES:
             self._issues.append(
                 Issue(
-                    UNSAFE_PICKLE,
+                    VERIFY_LIMIT_REACHED,
                     f"{rec.name} is {rec.csize} bytes, more "
-                    f"than the {MAX_PICKLE_BYTES}-byte scan limit",
+                    f"than the {MAX_PICKLE_BYTES}-byte scan limit; not proved safe",
                 )
             )
             return
         self._report = scan_pickle(bytes(self._pickle), extra_allowed=self._allowed)
-        self._issues += pickle_issues(self._report, rec.name)
+        self._issues += pickle_issues(self._report, rec.name, full_pickle=self._full_pickle)
         if not self._report.malformed and self._report.end != rec.csize:
             self._issues.append(
                 Issue(

@@ -11,13 +11,23 @@ from rentcheck.pull.formats.base import PRead
 
 __all__ = [
     "MAX_CD_BYTES",
+    "MAX_ZIP_ENTRIES",
+    "ZipLimit",
     "ZipRecord",
     "has_zip64_extra",
     "parse_local_header",
     "read_central_directory",
+    "zip_member_names",
 ]
 
 MAX_CD_BYTES = 64 * 1024 * 1024
+MAX_ZIP_ENTRIES = 300_000  # torch.save writes one record per storage, plus five
+
+
+class ZipLimit(FormatError):
+    """The archive is consistent but larger than any checkpoint: a cap, not damage."""
+
+
 _EOCD = struct.Struct("<4sHHHHIIH")  # 22 bytes
 _LOC64 = struct.Struct("<4sIQI")  # 20 bytes
 _EOCD64 = struct.Struct("<4sQHHIIQQQQ")  # 56 bytes
@@ -70,17 +80,19 @@ def _decode(raw: bytes, flags: int) -> str:
 
 
 def _find_eocd(pread: PRead, size: int) -> tuple[int, tuple[int, ...]]:
+    """The end-of-central-directory record torch's reader (miniz) uses: the last signature in
+    the final 64 KiB with a whole record after it, whatever its comment length says. A
+    "better" choice (the one whose comment reaches the end) would read a different directory
+    than torch does when a crafted comment holds a second record."""
     span = min(size, _EOCD.size + 0xFFFF)
     tail = pread(size - span, span)
-    i = len(tail)
+    i = len(tail) - _EOCD.size + 4
     while True:
         i = tail.rfind(b"PK\x05\x06", 0, i)
         if i < 0:
             raise FormatError("no end-of-central-directory record (file truncated or not a zip)")
         if i + _EOCD.size <= len(tail):
-            fields = _EOCD.unpack_from(tail, i)
-            if i + _EOCD.size + fields[7] == len(tail):
-                return size - span + i, fields
+            return size - span + i, _EOCD.unpack_from(tail, i)
 
 
 def read_central_directory(pread: PRead, size: int) -> tuple[list[ZipRecord], int]:
@@ -106,12 +118,17 @@ def read_central_directory(pread: PRead, size: int) -> tuple[list[ZipRecord], in
         end_of_cd = z64_at
     if disk or cd_disk or n != n_disk:
         raise FormatError("multi-disk zip archives are not supported")
-    if cd_off + cd_size != end_of_cd:
+    if cd_off + cd_size > end_of_cd:  # miniz reads a directory that ends before the record
         raise FormatError(
             f"central directory claims bytes {cd_off}..{cd_off + cd_size} but ends at {end_of_cd}"
         )
-    if cd_size > MAX_CD_BYTES or n * _CDH.size > cd_size:
+    if n * _CDH.size > cd_size or cd_off + cd_size > size:
         raise FormatError(f"central directory of {cd_size} bytes for {n} entries is implausible")
+    if cd_size > MAX_CD_BYTES or n > MAX_ZIP_ENTRIES:
+        raise ZipLimit(
+            f"central directory of {n} entries ({cd_size} bytes): more than the "
+            f"{MAX_ZIP_ENTRIES} entries / {MAX_CD_BYTES} bytes any checkpoint needs"
+        )
     return _parse_entries(pread(cd_off, cd_size), n, cd_off), cd_off
 
 
@@ -156,3 +173,12 @@ def parse_local_header(head: bytes) -> tuple[int, int, int, int, int]:
     if f[0] != b"PK\x03\x04":
         raise FormatError("local file header signature missing")
     return f[2], f[3], f[6], f[9], f[10]
+
+
+def zip_member_names(pread: PRead, size: int) -> list[str] | None:
+    """The record names of a zip, or None when its central directory cannot be read."""
+    try:
+        records, _ = read_central_directory(pread, size)
+    except (FormatError, struct.error):
+        return None
+    return [r.name for r in records]

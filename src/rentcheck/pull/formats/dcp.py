@@ -1,0 +1,196 @@
+"""torch.distributed.checkpoint directories: ``.metadata`` against the ``.distcp`` files.
+
+DCP's ``.metadata`` maps every tensor chunk and byte item to ``(relative_path, offset,
+length)`` in a ``.distcp`` file, and each such range is itself a ``torch.save`` archive that
+DCP loads with ``weights_only=True``. So once ``.metadata`` passed the safety scan (every global
+on DCP's own list), this module reads it back with an unpickler whose ``find_class`` returns
+inert record classes of its own (nothing is imported, no class of the file's choosing is
+built), checks that every named range lies inside an existing ``.distcp`` next to it, and runs
+the torch-zip validator over each range: structure, CRCs, pickle safety and NaN/Inf per tensor.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import stat
+from collections.abc import Callable
+from typing import Any
+
+from rentcheck.pull.formats.base import Issue
+from rentcheck.pull.formats.policy import DCP_METADATA
+from rentcheck.pull.formats.torchzip import TorchZipValidator
+from rentcheck.pull.rules import DCP_CHECKPOINT_DAMAGED
+
+__all__ = ["MAX_DCP_ITEMS", "check_dcp"]
+
+MAX_DCP_ITEMS = 200_000  # storage entries read back from one .metadata
+_CHUNK = 4 * 1024 * 1024
+
+
+class _Record:
+    """Stands in for every class ``.metadata`` names: keeps its name, arguments and state."""
+
+    qual = "?"
+    args: tuple[Any, ...]
+    state: dict[str, Any]
+
+    def __new__(cls, *args: Any) -> _Record:  # NEWOBJ calls __new__ only
+        self = super().__new__(cls)
+        self.args, self.state = args, {}
+        return self
+
+    def __init__(self, *args: Any) -> None:
+        pass
+
+    def __setstate__(self, state: Any) -> None:
+        parts = state if isinstance(state, tuple) else (state,)
+        for part in parts:
+            if isinstance(part, dict):
+                self.state.update(part)
+
+    def __reduce__(self) -> Any:  # pragma: no cover - never pickled
+        raise TypeError("records are read-only")
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+def _record_class(qual: str) -> type[_Record]:
+    return type(qual.rsplit(".", 1)[-1], (_Record,), {"qual": qual})
+
+
+def _value(qual: str) -> Callable[..., Any]:
+    return lambda *args: args[0] if len(args) == 1 else args
+
+
+class _Reader(pickle.Unpickler):
+    """Builds records, never the classes named in the file."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(io.BytesIO(data))
+        self._classes: dict[str, Any] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        qual = f"{module}.{name}"
+        if qual in self._classes:
+            return self._classes[qual]
+        if qual in DCP_METADATA:
+            made: Any = _record_class(qual)
+        elif qual in ("torch.Size", "torch.serialization._get_layout"):
+            made = _value(qual)
+        elif module == "torch":  # dtypes: the value is its name
+            made = qual
+        else:
+            raise pickle.UnpicklingError(f"global {qual!r} is not DCP's")
+        self._classes[qual] = made
+        return made
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise pickle.UnpicklingError("persistent ids have no place in .metadata")
+
+
+def _infos(metadata: Any) -> list[tuple[str, dict[str, Any], bool]]:
+    """(fully qualified name, storage info, is a tensor) for every storage entry."""
+    if not isinstance(metadata, _Record):
+        raise ValueError("the top object is not DCP Metadata")
+    tensors = metadata.state.get("state_dict_metadata") or {}
+    storage = metadata.state.get("storage_data") or {}
+    if not isinstance(tensors, dict) or not isinstance(storage, dict):
+        raise ValueError("state_dict_metadata / storage_data are not mappings")
+    out = []
+    for index, info in list(storage.items())[:MAX_DCP_ITEMS]:
+        if not isinstance(index, _Record) or not isinstance(info, _Record):
+            raise ValueError("storage_data does not map MetadataIndex to _StorageInfo")
+        fqn = str(index.state.get("fqn", "?"))
+        meta = tensors.get(fqn)
+        is_tensor = isinstance(meta, _Record) and meta.qual.endswith("TensorStorageMetadata")
+        out.append((fqn, info.state, is_tensor))
+    return out
+
+
+def _damaged(message: str) -> Issue:
+    return Issue(DCP_CHECKPOINT_DAMAGED, message)
+
+
+def _scan_range(fd: int, offset: int, length: int, fqn: str) -> list[Issue]:
+    """The torch.save archive at ``[offset, offset + length)``, validated like a file."""
+
+    def pread(off: int, n: int) -> bytes:
+        n = max(0, min(n, length - off))
+        return os.pread(fd, n, offset + off)
+
+    validator = TorchZipValidator(length, pread)
+    done = 0
+    while done < length:
+        piece = os.pread(fd, min(_CHUNK, length - done), offset + done)
+        if not piece:
+            break
+        validator.feed(memoryview(piece))
+        done += len(piece)
+    issues = []
+    for issue in validator.finish():
+        details = dict(issue.details)
+        if "tensor" in details:
+            details["tensor"] = fqn
+        issues.append(Issue(issue.code, f"{fqn}: {issue.message}", details))
+    return issues
+
+
+def check_dcp(directory: str, metadata: bytes) -> list[Issue]:
+    """Every range ``.metadata`` names exists and is a sound torch.save archive."""
+    try:
+        infos = _infos(_Reader(metadata).load())
+    except (pickle.UnpicklingError, ValueError, TypeError, EOFError, AttributeError) as exc:
+        return [_damaged(f".metadata cannot be read as DCP metadata: {exc}")]
+    issues: list[Issue] = []
+    fds: dict[str, tuple[int, int] | None] = {}
+    try:
+        for fqn, info, _ in infos:
+            rel, offset, length = (info.get(k) for k in ("relative_path", "offset", "length"))
+            if (
+                not isinstance(rel, str)
+                or not isinstance(offset, int)
+                or not isinstance(length, int)
+            ):
+                issues.append(_damaged(f"{fqn}: storage info without path, offset and length"))
+                continue
+            if "/" in rel or rel in ("", ".", ".."):
+                issues.append(_damaged(f"{fqn}: data file {rel!r} is not in the directory"))
+                continue
+            if rel not in fds:
+                fds[rel] = _open(os.path.join(directory, rel))
+            opened = fds[rel]
+            if opened is None:
+                issues.append(_damaged(f"{fqn}: data file {rel!r} named by .metadata is missing"))
+                continue
+            fd, size = opened
+            if offset < 0 or length < 0 or offset + length > size:
+                issues.append(
+                    _damaged(
+                        f"{fqn}: .metadata places it at bytes {offset}..{offset + length} of "
+                        f"{rel!r}, which holds {size}"
+                    )
+                )
+                continue
+            if info.get("transform_descriptors"):
+                continue  # compressed or otherwise transformed: the digest still covers it
+            issues += _scan_range(fd, offset, length, fqn)
+    finally:
+        for opened in fds.values():
+            if opened is not None:
+                os.close(opened[0])
+    return issues
+
+
+def _open(path: str) -> tuple[int, int] | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
+    return fd, st.st_size

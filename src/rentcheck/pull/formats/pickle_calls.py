@@ -1,0 +1,84 @@
+"""Which calls of allow-listed globals torch would finish, judged from the arguments' kinds.
+
+torch's weights_only unpickler really calls an allowed global: ``torch.float32()`` (not
+callable), ``OrderedDict(7)`` or ``torch.device("abc")`` raise, and the load fails. The
+symbolic machine knows each argument's kind (int, str, None, bool, float, bytes, an empty or
+filled container of a known type), which settles the common constructors exactly; anything it
+cannot settle is assumed to succeed (the safety verdict never depends on this, only the
+"torch will refuse" one).
+"""
+
+from __future__ import annotations
+
+import re
+
+from rentcheck.pull.formats.pickle_allowlist import TORCH_DTYPES
+
+__all__ = ["NON_CALLABLE", "Kind", "call_refusal", "kind_name"]
+
+#: Allow-listed globals that are values, not callables (dtypes, quantization schemes).
+NON_CALLABLE: frozenset[str] = frozenset(
+    {f"torch.{name}" for name in TORCH_DTYPES}
+    | {
+        "torch.per_tensor_affine",
+        "torch.per_channel_affine",
+        "torch.per_tensor_symmetric",
+        "torch.per_channel_symmetric",
+        "torch.per_channel_affine_float_qparams",
+    }
+)
+
+# Kinds: "int", "str", "none", "bool", "float", "bytes", "empty:<type>", "full:<type>",
+# "tuple", or "" when unknown.
+Kind = str
+_DEVICE = re.compile(r"(cpu|cuda|meta|mps|xpu|hpu|xla|lazy|ipu|mtia|privateuseone)(:\d+)?")
+_ITERABLE = ("str", "tuple", "bytes")
+
+
+def _iterable(kind: Kind) -> bool:
+    return kind in _ITERABLE or kind.startswith(("empty:", "full:"))
+
+
+def kind_name(kind: Kind) -> str:
+    return kind.split(":", 1)[-1].removeprefix("builtins.") or "a value"
+
+
+def call_refusal(func: str, args: list[Kind], strings: list[str | None]) -> str | None:
+    """Why ``func(*args)`` raises, when the kinds settle it; None when it succeeds or may.
+
+    ``strings`` holds the value of each ``str`` argument (None for the others).
+    """
+    if func in NON_CALLABLE:
+        return f"'{func}' is a value, not a callable"
+    n = len(args)
+    first = args[0] if args else ""
+    if func in ("collections.OrderedDict", "collections.Counter"):
+        if n > 1:
+            return f"'{func}' takes at most one argument, not {n}"
+        if n == 0 or first == "":
+            return None
+        if func.endswith("Counter") and (first == "none" or _iterable(first)):
+            return None
+        mapping = first.endswith(("builtins.dict", "OrderedDict", "Counter"))
+        if mapping or first in ("tuple",) or first.startswith("empty:"):
+            return None
+        if first.startswith("full:"):
+            return None  # a filled list or set of pairs may be fine
+        return f"'{func}' cannot be built from {kind_name(first)}"
+    if func in ("torch.Size", "builtins.set"):
+        if n > 1:
+            return f"'{func}' takes at most one argument, not {n}"
+        if n == 0 or first == "" or first.startswith(("empty:", "full:")) or first == "tuple":
+            return None
+        if first == "str" and func == "builtins.set":
+            return None
+        return f"'{func}' cannot be built from {kind_name(first)}"
+    if func == "torch.device":
+        if n == 0:
+            return "'torch.device' needs a device"
+        value = strings[0] if strings else None
+        if first == "str" and value is not None and not _DEVICE.fullmatch(value):
+            return f"'torch.device' does not know the device {value[:40]!r}"
+        if first not in ("str", "int", ""):
+            return f"'torch.device' cannot be built from {kind_name(first)}"
+    return None
