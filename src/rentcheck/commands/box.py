@@ -166,7 +166,12 @@ def run_audit(args: argparse.Namespace) -> int:
     gate = GateResult(
         "audit",
         result.findings,
-        extras={"host": args.host, "transport": result.transport(), "facts": result.facts},
+        extras={
+            "host": args.host,
+            "transport": result.transport(),
+            "facts": result.facts,
+            "budget": budget_extra(settings.budget),
+        },
         files_checked=0,
         host=args.host,
         profile=settings.profile,
@@ -174,6 +179,12 @@ def run_audit(args: argparse.Namespace) -> int:
     return finish(
         args, GateRun(config, "audit", host=args.host), gate, command="audit", rules=rules
     )
+
+
+def budget_extra(budget: Any) -> dict[str, Any]:
+    """The disk budget each path was judged against, for reports (0 bytes: none set)."""
+    roles = None if budget.roles is None else list(budget.roles)
+    return {"bytes": budget.total, "text": budget.describe(), "roles": roles}
 
 
 def _confirm(prompt: str) -> bool:

@@ -214,6 +214,7 @@ TOOL_COMMANDS: tuple[tuple[str, str], ...] = (
     ("gate", "gate"),
     ("status", "gate"),
     ("merge", "merge"),
+    ("report", "report"),
 )
 
 # The one command module of a gate whose commands are not in its own module's name.

@@ -11,6 +11,7 @@ from typing import Any
 from rentcheck import __version__
 from rentcheck.model import Finding
 from rentcheck.report import Report
+from rentcheck.report.ruledoc import doc_url
 
 SCHEMA_ID = "rentcheck/report/v1"
 
@@ -43,6 +44,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     for finding in report.findings:
         entry = finding_to_dict(finding)
         entry["name"] = names.get(finding.code)
+        entry["doc_url"] = doc_url(finding.code, report.rules)  # None: a plugin's rule
         results.append(entry)
     return {
         "schema": SCHEMA_ID,
