@@ -83,6 +83,10 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
@@ -99,8 +103,8 @@ def _mounts(audit: Mapping[str, Any] | None) -> list[MountBar]:
     for role, fact in sorted((paths or {}).items()) if isinstance(paths, Mapping) else []:
         if not isinstance(fact, Mapping):
             continue
-        space = fact.get("space") if isinstance(fact.get("space"), Mapping) else {}
-        mount = fact.get("mount") if isinstance(fact.get("mount"), Mapping) else {}
+        space = _mapping(fact.get("space"))
+        mount = _mapping(fact.get("mount"))
         counted = roles is None or (isinstance(roles, list) and role in roles)
         bars.append(
             MountBar(
@@ -163,8 +167,8 @@ def _gate_states(entries: Sequence[Mapping[str, Any]]) -> list[GateState]:
     from rentcheck.gates.table import all_gates
 
     latest: dict[str, Mapping[str, Any]] = {}
-    for entry in entries:
-        latest[str(entry.get("gate"))] = entry
+    for line in entries:
+        latest[str(line.get("gate"))] = line
     states = []
     for gate in sorted(all_gates(), key=lambda g: g.phase_index):
         entry = latest.get(gate.name)

@@ -19,7 +19,7 @@ __all__ = ["MAX_BYTES", "render_markdown"]
 
 MAX_BYTES = 1_000_000  # below GitHub's 1 MiB (1,048,576 bytes) step-summary limit
 _MAX_CELL = 300  # characters of one message cell
-_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
+_SPECIAL = re.compile(r"([\\`*_{}\[\]|~])")
 _VERDICT_MARK = {"pass": "✅ pass", "fail": "❌ fail", "forced": "⚠️ forced", "ready": "🔵 ready"}
 
 
