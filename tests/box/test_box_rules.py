@@ -165,7 +165,7 @@ def test_a_danger_clock_counts_as_destroying_what_it_deletes() -> None:
     found = evaluate(box, CPU_BOX, "h", profile=view)
     assert [(f.code, f.severity) for f in found] == [("RC304", Severity.ERROR)]
     assert "which `shutdown (关机)` keeps, but the danger clock" in found[0].message
-    assert "are deleted (after 15d)\" deletes it on autodl" in found[0].message
+    assert 'are deleted (after 15d)" deletes it on autodl' in found[0].message
     # The shared file system outlives the clock: a checkpoint there passes.
     box["paths"]["checkpoint"] = _place("/root/autodl-fs/ckpt", FS, 1000 * GIB, 800 * GIB)
     assert codes(box, profile=view) == []

@@ -88,7 +88,7 @@ class ProfileView:
         if clocks:
             kept = "" if by_action else f"which {action} keeps, but "
             parts.append(
-                f"{kept}the danger clock \"{'; '.join(c.describe() for c in clocks)}\" deletes it"
+                f'{kept}the danger clock "{"; ".join(c.describe() for c in clocks)}" deletes it'
             )
         return " and ".join(parts) if parts else f"which {action} destroys"
 

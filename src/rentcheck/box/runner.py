@@ -67,7 +67,7 @@ def with_project_python(settings: AuditSettings, config: Config, host: str) -> A
 
     smoke_python = smoke.get("python")
     found = find_interpreter(config.root, smoke_python if isinstance(smoke_python, str) else None)
-    if isinstance(found, str) or found.bin_dir is None and smoke_python is None:
+    if isinstance(found, str) or (found.bin_dir is None and smoke_python is None):
         return settings  # no project environment: nothing better than the system python3
     torch = True if settings.torch is None else settings.torch
     return replace(settings, python=found.path, torch=torch)

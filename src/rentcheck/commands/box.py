@@ -141,6 +141,7 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_audit(args: argparse.Namespace) -> int:
+    from rentcheck.box.facts_table import facts_table
     from rentcheck.box.runner import run_audit as audit
     from rentcheck.box.transport import close_all
     from rentcheck.commands.finish import finish
@@ -175,6 +176,7 @@ def run_audit(args: argparse.Namespace) -> int:
         files_checked=0,
         host=args.host,
         profile=settings.profile,
+        headline=facts_table(result.facts, settings, args.host),
     )
     return finish(
         args, GateRun(config, "audit", host=args.host), gate, command="audit", rules=rules

@@ -239,7 +239,9 @@ def _danger_clocks(check: _Checker, value: Any) -> None:
             message = f"must be a duration like '15d', '90m' or '12h', or null, not {_show(after)}"
             check.fail((*path, "after"), message)
         if "deletes" in clock:
-            for spot, name in enumerate(check.unique_list(clock["deletes"], (*path, "deletes")) or []):
+            for spot, name in enumerate(
+                check.unique_list(clock["deletes"], (*path, "deletes")) or []
+            ):
                 check.name(name, (*path, "deletes", spot))
 
 
