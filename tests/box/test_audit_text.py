@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
-
-import pytest
 
 from rentcheck.textwidth import display_width, table
 
@@ -44,23 +40,6 @@ def test_box_text_in_the_table_is_escaped(cli, tmp_path: Path) -> None:
     result = cli("audit", "--host", "local", "--path", f"data={hostile}", cwd=tmp_path)
     assert "\x1b" not in result.out
     assert "x\\x1b[2Jy" in result.out
-
-
-def test_local_torch_facts_come_from_the_project_interpreter(
-    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A project whose smoke gate runs the active virtualenv: the audit asks that
-    interpreter about torch (the system python3 has none)."""
-    pytest.importorskip("torch")
-    (tmp_path / "rentcheck.yaml").write_text('smoke:\n  command: "python train.py"\n')
-    monkeypatch.setenv("VIRTUAL_ENV", sys.prefix)
-    result = cli("audit", "--host", "local", cwd=tmp_path)
-    torch_line = next(line for line in result.out.splitlines() if line.startswith("  torch "))
-    assert f" with {Path(sys.prefix) / 'bin'}/python" in torch_line
-    assert torch_line.endswith(": no CUDA")
-    # The same facts in the machine form (the run's kept last report).
-    kept = json.loads((tmp_path / ".rentcheck" / "last" / "audit.json").read_text())
-    assert kept["facts"]["torch"]["torch"] and kept["facts"]["torch"]["cuda_available"] is False
 
 
 def test_columns_align_by_display_width_after_chinese_text() -> None:
