@@ -215,6 +215,7 @@ TOOL_COMMANDS: tuple[tuple[str, str], ...] = (
     ("status", "gate"),
     ("merge", "merge"),
     ("report", "report"),
+    ("init", "init"),
 )
 
 # The one command module of a gate whose commands are not in its own module's name.
