@@ -186,7 +186,7 @@ def _no_profiles_of_its_own(args: argparse.Namespace, config: Config) -> int:
     from rentcheck.gates.run import GateRun
     from rentcheck.registry import all_rules
 
-    extra = {"staleness": {"counts": {}, "files": [], "profile_dirs": []}}
+    extra: dict[str, Any] = {"staleness": {"counts": {}, "files": [], "profile_dirs": []}}
     result = GateResult("stale", [], extras=extra, files_checked=0, proved=NO_PROFILES)
     run = GateRun(config, "stale")
     return finish(args, run, result, command="stale", rules=all_rules(), record=False)
