@@ -44,6 +44,7 @@ word-break:break-all}
 min-width:240px}
 .bar span{position:absolute;top:0;bottom:0}
 .used{background:#7a8796} .budget-ok{background:#7bc99a} .budget-short{background:#e5534b}
+.bar .budget-ok,.bar .budget-short{min-width:3px}
 .legend span{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px;
 border-radius:2px}
 .rule{background:#fff;border:1px solid #dde1e6;border-radius:8px;padding:8px 12px;
