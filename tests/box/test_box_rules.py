@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -150,6 +151,28 @@ def test_profile_tiers_decide() -> None:
     unmounted["paths"]["durable"]["mount"] = ROOT
     found = evaluate(unmounted, CPU_BOX, "h", profile=view)
     assert "same mount as /" in found[0].message and "is the mount missing" in found[0].message
+
+
+def test_a_danger_clock_counts_as_destroying_what_it_deletes() -> None:
+    """autodl's shutdown keeps the data disk, but an instance left shut down is released after
+    15 days and the data disk with it: a checkpoint there is not durable (the shipped profile)."""
+    from rentcheck.box.runner import load_profile
+    from rentcheck.config import Config
+
+    view = load_profile("autodl", Config(root="."))
+    box = facts()
+    box["paths"]["checkpoint"] = _place("/root/autodl-tmp/ckpt", DATA, 200 * GIB, 150 * GIB)
+    found = evaluate(box, CPU_BOX, "h", profile=view)
+    assert [(f.code, f.severity) for f in found] == [("RC304", Severity.ERROR)]
+    assert "which `shutdown (关机)` keeps, but the danger clock" in found[0].message
+    assert 'are deleted (after 15d)" deletes it on autodl' in found[0].message
+    # The shared file system outlives the clock: a checkpoint there passes.
+    box["paths"]["checkpoint"] = _place("/root/autodl-fs/ckpt", FS, 1000 * GIB, 800 * GIB)
+    assert codes(box, profile=view) == []
+    # Without the clock's `deletes`, the same profile would have passed the data disk.
+    blind = dataclasses.replace(view, clocks=())
+    box["paths"]["checkpoint"] = _place("/root/autodl-tmp/ckpt", DATA, 200 * GIB, 150 * GIB)
+    assert codes(box, profile=blind) == []
 
 
 def test_memory_cpu_and_shm_against_the_workload() -> None:

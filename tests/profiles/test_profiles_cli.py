@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -124,3 +125,27 @@ def test_config_ignore_and_per_file_ignores_apply(cli, project: Path) -> None:
 def test_shipped_profiles_are_data_of_the_package() -> None:
     shipped = shipped_profiles_dir()
     assert shipped is not None and (Path(shipped) / "autodl.md").is_file()
+
+
+def test_list_columns_stay_aligned_after_chinese_text(cli, tmp_path: Path) -> None:
+    """autodl's "shutdown (关机)" is 15 characters but 17 terminal cells."""
+    from rentcheck.textwidth import display_width
+
+    lines = cli("profiles", cwd=tmp_path).out.splitlines()
+    header = lines[0]
+    column = display_width(header[: header.index("undo?")])
+    rows = [line for line in lines[2:] if line.split()[0] in ("autodl", "featurize", "runpod")]
+    assert len(rows) == 3 and any("关机" in row for row in rows)
+    for row in rows:
+        undo = re.search(r"  (yes|no|\?)  ", row)
+        assert undo is not None
+        assert display_width(row[: undo.start() + 2]) == column, row
+
+
+def test_show_explains_a_mount_point_shared_by_two_tiers(cli, tmp_path: Path) -> None:
+    out = cli("profiles", "show", "runpod", cwd=tmp_path).out
+    assert "Shared mount points" in out
+    assert "/workspace is the mount point of volume-disk and network-volume" in out
+    assert "(volume-disk: DELETED, network-volume: kept)" in out
+    # A profile without shared mount points has no such section.
+    assert "Shared mount points" not in cli("profiles", "show", "autodl", cwd=tmp_path).out

@@ -33,7 +33,9 @@ def test_shipped_profiles_pass_profiles_check() -> None:
 
 
 def test_shipped_profiles_are_not_stale_this_month() -> None:
-    proc = run_subprocess("stale", "--today", THIS_MONTH, "--output-format", "json", cwd=REPO_ROOT)
+    proc = run_subprocess(
+        "stale", "profiles", "--today", THIS_MONTH, "--output-format", "json", cwd=REPO_ROOT
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     document = json.loads(proc.stdout)
     assert document["staleness"]["today"] == THIS_MONTH

@@ -161,3 +161,20 @@ def test_default_is_your_profiles_when_configured(cli, tmp_path: Path) -> None:
     # The frontmatter `sources[].verified` months age like body stamps.
     assert sum(1 for s in doc["staleness"]["files"][0]["stamps"] if s["frontmatter"]) == 2
     assert doc["summary"]["by_code"] == {"RC710": 5}
+
+
+def test_without_paths_a_project_with_no_profiles_is_told_so(cli, tmp_path: Path) -> None:
+    """Not 217 warnings about the profiles shipped inside the package: nothing of its own."""
+    result = cli("stale", "--today", "2030-01", cwd=tmp_path)
+    assert result.code == 0, result.out + result.err
+    assert "Nothing to check: this project lists no profile directories of its own" in result.out
+    assert "RC71" not in result.out
+    assert not (tmp_path / ".rentcheck").exists()  # nothing proved, nothing recorded
+
+
+def test_without_paths_the_projects_own_profile_dirs_are_checked(cli, notes: Path) -> None:
+    (notes / "rentcheck.yaml").write_text('profiles:\n  paths: ["docs"]\n')
+    code, doc = _run(cli, notes, "--today", "2026-11")
+    assert code == 1
+    assert [f["path"] for f in doc["staleness"]["files"]] == ["docs/notes.md"]
+    assert "RC710" in doc["summary"]["by_code"]

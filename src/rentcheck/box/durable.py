@@ -29,6 +29,18 @@ class Tier:
 
 
 @dataclass(frozen=True)
+class Clock:
+    """A profile's danger clock that deletes tiers on its own (autodl: 15 days after 关机)."""
+
+    what: str
+    after: str | None
+    deletes: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"{self.what}" + (f" (after {self.after})" if self.after else "")
+
+
+@dataclass(frozen=True)
 class ProfileView:
     """What the audit needs from a platform profile, whatever shape the profile object has."""
 
@@ -37,6 +49,7 @@ class ProfileView:
     tiers: tuple[Tier, ...]
     destroys: tuple[str, ...] = ()
     source: Any = None  # the loaded profile, when it can place paths itself
+    clocks: tuple[Clock, ...] = ()  # danger clocks that delete tiers: they count as destroying
 
     def tiers_for(self, realpath: str, home: str | None) -> tuple[Tier, ...]:
         """The tiers a path may be on: the longest matching tier path wins (ties: several)."""
@@ -58,9 +71,26 @@ class ProfileView:
         return tuple(found)
 
     def survives(self, tier: Tier) -> bool | None:
-        if tier.name in self.destroys:
+        if tier.name in self.destroys or self.clock_for(tier) is not None:
             return False
         return tier.survives_meter_stop
+
+    def clock_for(self, tier: Tier) -> Clock | None:
+        """The danger clock that deletes ``tier`` (None: no clock does)."""
+        return next((c for c in self.clocks if tier.name in c.deletes), None)
+
+    def why_lost(self, tiers: Sequence[Tier]) -> str:
+        """What destroys these tiers, in words: the meter-stop action and/or a danger clock."""
+        action = f"`{self.meter_stop_action}`"
+        by_action = [t for t in tiers if t.name in self.destroys or t.survives_meter_stop is False]
+        clocks = dict.fromkeys(c for t in tiers if (c := self.clock_for(t)) is not None)
+        parts = [f"which {action} destroys"] if by_action else []
+        if clocks:
+            kept = "" if by_action else f"which {action} keeps, but "
+            parts.append(
+                f'{kept}the danger clock "{"; ".join(c.describe() for c in clocks)}" deletes it'
+            )
+        return " and ".join(parts) if parts else f"which {action} destroys"
 
 
 def _concrete(written: str, home: str | None) -> str | None:
@@ -91,12 +121,21 @@ def profile_view(profile: Any, requested: str) -> ProfileView:
         )
         for t in _get(profile, "tiers", ()) or ()
     )
+    clocks = tuple(
+        Clock(
+            what=str(_get(c, "what")),
+            after=None if _get(c, "after") is None else str(_get(c, "after")),
+            deletes=tuple(str(n) for n in _get(c, "deletes", ()) or ()),
+        )
+        for c in _get(profile, "danger_clocks", ()) or ()
+    )
     return ProfileView(
         name=str(_get(profile, "platform") or _get(profile, "name") or requested),
         meter_stop_action=str(_get(meter, "action") or "the meter-stop action"),
         tiers=tiers,
         destroys=tuple(str(n) for n in _get(meter, "destroys", ()) or ()),
         source=None if isinstance(profile, Mapping) else profile,
+        clocks=tuple(c for c in clocks if c.deletes),
     )
 
 
@@ -124,14 +163,15 @@ def _judge_profile(
         return finding(
             "RC304",
             f"{label} should be on tier {names}, but it is on the same mount as / (tier "
-            f"{root_names}), which {action} destroys on {profile.name}; is the mount missing?",
+            f"{root_names}), {profile.why_lost(root_tiers)} on {profile.name}; is the mount "
+            "missing?",
             host,
             tier=root_names,
         )
     if verdicts == {False}:
         return finding(
             "RC304",
-            f"{label} is on tier {names}, which {action} destroys on {profile.name}",
+            f"{label} is on tier {names}, {profile.why_lost(tiers)} on {profile.name}",
             host,
             tier=names,
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rentcheck.box.audit import evaluate
@@ -50,6 +50,29 @@ def load_profile(name: str, config: Config) -> ProfileView:
     return profile_view(loader(name, config), name)
 
 
+def with_project_python(settings: AuditSettings, config: Config, host: str) -> AuditSettings:
+    """The torch facts come from the project's interpreter, not the system ``python3``.
+
+    A configured ``python`` (``[tool.rentcheck.audit] python`` or ``--python``) is always
+    asked for its torch facts. ``--host local`` in a project with a smoke section uses the
+    interpreter that gate runs (its ``python``, the active virtualenv or conda env, the
+    project's ``.venv``), when there is such an environment.
+    """
+    if settings.python_configured:
+        return replace(settings, torch=True if settings.torch is None else settings.torch)
+    smoke = config.section("smoke")
+    if host != "local" or not smoke:
+        return settings
+    from rentcheck.run.interpreter import find_interpreter
+
+    smoke_python = smoke.get("python")
+    found = find_interpreter(config.root, smoke_python if isinstance(smoke_python, str) else None)
+    if isinstance(found, str) or (found.bin_dir is None and smoke_python is None):
+        return settings  # no project environment: nothing better than the system python3
+    torch = True if settings.torch is None else settings.torch
+    return replace(settings, python=found.path, torch=torch)
+
+
 def run_audit(
     host: str,
     config: Config,
@@ -59,6 +82,7 @@ def run_audit(
     box: Box | None = None,
 ) -> AuditResult:
     """Probe ``host`` once and return its findings (raises RemoteError if unreachable)."""
+    settings = with_project_python(settings, config, host)
     profile = load_profile(settings.profile, config) if settings.profile else None
     if box is None:
         box = open_box(

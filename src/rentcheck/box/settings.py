@@ -124,6 +124,7 @@ class AuditSettings:
     max_vram_in_use: float = 0.5
     python: str = "python3"
     torch: bool | None = None  # None: probe torch when a GPU is expected
+    python_configured: bool = False  # `python` came from the config or --python
     caches: tuple[str, ...] = ()
     script_roots: tuple[str, ...] = ()
     timeout: float = 60.0
@@ -276,4 +277,5 @@ def audit_settings(
             settings, budget=parse_budget_option(budget, settings.budget)
         )
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
-    return dataclasses.replace(settings, **given) if given else settings
+    given["python_configured"] = "python" in values or "python" in given
+    return dataclasses.replace(settings, **given)

@@ -141,6 +141,7 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_audit(args: argparse.Namespace) -> int:
+    from rentcheck.box.facts_table import facts_table
     from rentcheck.box.runner import run_audit as audit
     from rentcheck.box.transport import close_all
     from rentcheck.commands.finish import finish
@@ -166,14 +167,26 @@ def run_audit(args: argparse.Namespace) -> int:
     gate = GateResult(
         "audit",
         result.findings,
-        extras={"host": args.host, "transport": result.transport(), "facts": result.facts},
+        extras={
+            "host": args.host,
+            "transport": result.transport(),
+            "facts": result.facts,
+            "budget": budget_extra(settings.budget),
+        },
         files_checked=0,
         host=args.host,
         profile=settings.profile,
+        headline=facts_table(result.facts, settings, args.host),
     )
     return finish(
         args, GateRun(config, "audit", host=args.host), gate, command="audit", rules=rules
     )
+
+
+def budget_extra(budget: Any) -> dict[str, Any]:
+    """The disk budget each path was judged against, for reports (0 bytes: none set)."""
+    roles = None if budget.roles is None else list(budget.roles)
+    return {"bytes": budget.total, "text": budget.describe(), "roles": roles}
 
 
 def _confirm(prompt: str) -> bool:

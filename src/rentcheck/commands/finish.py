@@ -32,7 +32,8 @@ def finish(
     verdict = run.conclude(
         result, exit_zero=args.exit_zero, rules=rules if validate else None, record=record
     )
-    return show(args, run, result, verdict, command=command, rules=rules)
+    keep = record and not result.partial
+    return show(args, run, result, verdict, command=command, rules=rules, keep_last=keep)
 
 
 def show(
@@ -43,8 +44,10 @@ def show(
     *,
     command: str,
     rules: Mapping[str, Rule],
+    keep_last: bool = True,
 ) -> int:
-    """Print a judged result in the chosen format (``-o FILE`` atomically); the exit code."""
+    """Print a judged result in the chosen format (``-o FILE`` atomically); the exit code.
+    ``keep_last``: also keep it as the gate's last JSON report, for ``rentcheck report``."""
     config = run.config
     gate = run.gate
     report = Report(
@@ -72,6 +75,10 @@ def show(
             },
         },
     )
+    if keep_last:
+        from rentcheck.report.lastrun import save_last_report
+
+        save_last_report(run.root, gate.name, report)
     color = use_color(args.color, sys.stdout.isatty() and not args.output_file)
     text = render(report, config.output_format, color=color)
     from rentcheck.sanitise import sanitise

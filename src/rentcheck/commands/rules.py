@@ -20,6 +20,13 @@ def add_parsers(
 ) -> None:
     one = sub.add_parser("rule", parents=[common], help="explain one rule: what, why, example, fix")
     one.add_argument("code", help="rule code, e.g. RC101, or its name, e.g. crlf-line-endings")
+    one.add_argument(
+        "--format",
+        dest="doc_format",
+        choices=("text", "json", "markdown"),
+        default=None,
+        help="text (default), json, or markdown: the rule's page as docs/rules/ has it",
+    )
     one.set_defaults(handler=run_rule)
     many = sub.add_parser("rules", parents=[common], help="list every rule")
     many.set_defaults(handler=run_rules)
@@ -67,8 +74,16 @@ def run_rule(args: argparse.Namespace) -> int:
         by_name = difflib.get_close_matches(wanted, [r.name for r in rules.values()], n=1)
         hint = f"did you mean {by_name[0]}?" if by_name else suggest_code(wanted, rules)
         raise UsageError(f"no rule {wanted!r}", hint=hint)
-    if args.output_format == "json":
-        emit(json.dumps(rule_to_dict(rule), indent=2) + "\n", args.output_file)
+    shape = args.doc_format or ("json" if args.output_format == "json" else "text")
+    if shape == "json":
+        from rentcheck.report.ruledoc import doc_url
+
+        described = rule_to_dict(rule) | {"doc_url": doc_url(rule.code, rules)}
+        emit(json.dumps(described, indent=2) + "\n", args.output_file)
+    elif shape == "markdown":
+        from rentcheck.report.ruledoc import rule_markdown
+
+        emit(rule_markdown(rule), args.output_file)
     else:
         emit(explain(rule), args.output_file)
     return 0

@@ -25,7 +25,7 @@ def add_parsers(
         help="find stale, soon-stale and malformed `verified YYYY-MM` stamps in markdown",
         description=(
             "Check the age of every `verified <source> YYYY-MM` stamp in markdown files "
-            "(default: the directories in profiles.paths, else rentcheck's shipped profiles). "
+            "(default: the project's own profiles, in the directories of profiles.paths). "
             "A stamp older than --max-age-months is an error, "
             "one that turns stale within --warn-months a warning. --check-sources also fetches "
             "each cited source URL (needs rentcheck[sources]) and compares it with the "
@@ -124,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(start, explicit=args.config, isolated=args.isolated, overrides=overrides)
     settings = _settings(args, config)
     files = markdown_files(args.paths, config) if args.paths else own_profiles(config)
+    if not files and not args.paths:
+        return _no_profiles_of_its_own(args, config)
     if not files:
         raise UsageError("no markdown files to check", hint="pass files or directories with *.md")
     findings: list[Finding] = []
@@ -168,6 +170,26 @@ def run(args: argparse.Namespace) -> int:
 
     result = GateResult("stale", findings, extras=extra, files_checked=len(files))
     return finish(args, GateRun(config, "stale"), result, command="stale", rules=all_rules())
+
+
+NO_PROFILES = (
+    "Nothing to check: this project lists no profile directories of its own (profiles.paths "
+    "in its rentcheck config). The profiles shipped with rentcheck are rentcheck's to keep "
+    "fresh; to check some anyway, name them: rentcheck stale DIR_OR_FILE.md"
+)
+
+
+def _no_profiles_of_its_own(args: argparse.Namespace, config: Config) -> int:
+    """Say that there is nothing of the project's to judge (exit 0, nothing recorded)."""
+    from rentcheck.commands.finish import finish
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.gates.run import GateRun
+    from rentcheck.registry import all_rules
+
+    extra: dict[str, Any] = {"staleness": {"counts": {}, "files": [], "profile_dirs": []}}
+    result = GateResult("stale", [], extras=extra, files_checked=0, proved=NO_PROFILES)
+    run = GateRun(config, "stale")
+    return finish(args, run, result, command="stale", rules=all_rules(), record=False)
 
 
 def _packaged_dir() -> str | None:

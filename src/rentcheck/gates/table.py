@@ -216,6 +216,8 @@ TOOL_COMMANDS: tuple[tuple[str, str], ...] = (
     ("gate", "gate"),
     ("status", "gate"),
     ("merge", "merge"),
+    ("report", "report"),
+    ("init", "init"),
 )
 
 # The one command module of a gate whose commands are not in its own module's name.

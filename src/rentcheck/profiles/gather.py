@@ -71,10 +71,10 @@ def profile_targets(paths: Sequence[str], config: Config) -> list[tuple[str, str
 
 
 def own_profiles(config: Config) -> list[tuple[str, str]]:
-    """What ``rentcheck stale`` checks by default: the directories in ``profiles.paths``, or
-    rentcheck's shipped profiles when none is configured. A project that brings its own
-    profiles answers for their freshness; the shipped ones are rentcheck's to keep fresh."""
+    """What ``rentcheck stale`` checks by default: the project's own profiles, in the
+    directories of ``profiles.paths`` (empty when it lists none). A project answers for the
+    freshness of the profiles it brings; the shipped ones are rentcheck's to keep fresh."""
     from rentcheck.profiles.load import user_profile_dirs
 
-    dirs = user_profile_dirs(config) or [d for d, shipped in profile_dirs(config) if shipped]
+    dirs = user_profile_dirs(config)
     return [(path, display_path(path, config.root)) for d in dirs for path in profile_files(d)]

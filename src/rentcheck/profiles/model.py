@@ -108,6 +108,7 @@ class Spot:
 class DangerClock:
     what: str
     after: str | None  # "<n><s|m|h|d|w>", None when not a fixed duration
+    deletes: tuple[str, ...] = ()  # the tiers it deletes when it fires (the audit's RC304)
 
     @property
     def after_seconds(self) -> int | None:
@@ -226,7 +227,10 @@ class Profile:
             "scratch_tier": self.scratch_tier_name,
             "spot": {"available": self.spot.available, "grace_seconds": self.spot.grace_seconds},
             "detach": list(self.detach),
-            "danger_clocks": [{"what": c.what, "after": c.after} for c in self.danger_clocks],
+            "danger_clocks": [
+                {"what": c.what, "after": c.after, "deletes": list(c.deletes)}
+                for c in self.danger_clocks
+            ],
             "china_mirror_needed": self.china_mirror_needed,
             "sources": [{"url": s.url, "verified": s.verified} for s in self.sources],
         }
@@ -268,7 +272,10 @@ def build_profile(data: Mapping[str, Any], path: str = "", shipped: bool = False
             ),
         ),
         detach=tuple(data["detach"]),
-        danger_clocks=tuple(DangerClock(c["what"], c["after"]) for c in data["danger_clocks"]),
+        danger_clocks=tuple(
+            DangerClock(c["what"], c["after"], tuple(c.get("deletes") or ()))
+            for c in data["danger_clocks"]
+        ),
         china_mirror_needed=data["china_mirror_needed"],
         sources=tuple(Source(s["url"], s["verified"]) for s in data["sources"]),
         path=path,

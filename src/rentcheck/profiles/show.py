@@ -97,13 +97,42 @@ def survival_rows(profile: Profile) -> list[list[str]]:
 
 
 def table(rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    """Rows under a dashed rule, padded by display width (关机 takes four cells, not two)."""
+    from rentcheck.textwidth import display_width, ljust
+
+    widths = [max(display_width(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        "  ".join(ljust(cell, w) for cell, w in zip(row, widths, strict=True)).rstrip()
         for row in rows
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def shared_mount_notes(profile: Profile) -> list[str]:
+    """One line per mount point listed under more than one tier: why, and what it means."""
+    verb = profile.meter_stop.verb or "the meter stop"
+    by_path: dict[str, list[Tier]] = {}
+    for tier in profile.tiers:
+        for path in tier.paths:
+            by_path.setdefault(path, []).append(tier)
+    notes = []
+    for path, tiers in by_path.items():
+        if len(tiers) < 2:
+            continue
+        fates = ", ".join(
+            f"{t.name}: {_yes_no(t.survives_meter_stop, 'kept', 'DELETED')}" for t in tiers
+        )
+        names = " and ".join(t.name for t in tiers)
+        notes.append(
+            f"  - {path} is the mount point of {names}: a box has only one of them there "
+            f"(whichever was attached when it was created), and that one decides whether "
+            f"files under {path} survive {verb} ({fates}). The path alone cannot tell, so "
+            f"`rentcheck audit --profile {profile.platform}` warns (RC304) until the durable "
+            "path is unambiguous; check the box's storage settings or its mount table "
+            f"(`df {path}`)."
+        )
+    return notes
 
 
 def render_profile(profile: Profile, origin: str) -> str:
@@ -118,6 +147,7 @@ def render_profile(profile: Profile, origin: str) -> str:
         )
         avail = "available" if spot.available else "availability unknown"
         spot_text = f"{avail}; warning before the kill: {grace}"
+    shared = shared_mount_notes(profile)
     lines = [
         f"{profile.platform} ({profile.kind})  from {origin}",
         "",
@@ -125,6 +155,7 @@ def render_profile(profile: Profile, origin: str) -> str:
         "",
         "Survival matrix",
         table(survival_rows(profile)),
+        *(["", "Shared mount points", *shared] if shared else []),
         "",
         f"Spot:     {spot_text}",
         f"Detach:   {', '.join(profile.detach) or 'none'}",

@@ -228,7 +228,7 @@ def _danger_clocks(check: _Checker, value: Any) -> None:
         return
     for index, raw in enumerate(value):
         path: Path = ("danger_clocks", index)
-        clock = check.mapping(raw, path, ("what", "after"), ("what", "after"))
+        clock = check.mapping(raw, path, ("what", "after", "deletes"), ("what", "after"))
         if clock is None:
             continue
         what = clock.get("what")
@@ -238,6 +238,11 @@ def _danger_clocks(check: _Checker, value: Any) -> None:
         if after is not None and (not isinstance(after, str) or not _AFTER_RE.match(after)):
             message = f"must be a duration like '15d', '90m' or '12h', or null, not {_show(after)}"
             check.fail((*path, "after"), message)
+        if "deletes" in clock:
+            for spot, name in enumerate(
+                check.unique_list(clock["deletes"], (*path, "deletes")) or []
+            ):
+                check.name(name, (*path, "deletes", spot))
 
 
 def _sources(check: _Checker, value: Any) -> None:
@@ -274,6 +279,13 @@ def _cross_fields(
         for index, name in enumerate(names if isinstance(names, list) else []):
             if isinstance(name, str) and name not in by_name:
                 check.fail(("meter_stop", key, index), f"{name!r} is not a tier", cross=True)
+    clocks = top.get("danger_clocks")
+    for index, clock in enumerate(clocks if isinstance(clocks, list) else []):
+        deleted = clock.get("deletes") if isinstance(clock, Mapping) else None
+        for spot, name in enumerate(deleted if isinstance(deleted, list) else []):
+            if isinstance(name, str) and name not in by_name:
+                where: Path = ("danger_clocks", index, "deletes", spot)
+                check.fail(where, f"{name!r} is not a tier", cross=True)
     destroys = set(lists["destroys"]) if isinstance(lists["destroys"], list) else set()
     keeps = set(lists["keeps"]) if isinstance(lists["keeps"], list) else set()
     for index, tier in enumerate(tiers):

@@ -6,11 +6,17 @@ Stability promise: within v1, fields are only ever added, never renamed, removed
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from rentcheck import __version__
 from rentcheck.model import Finding
 from rentcheck.report import Report
+from rentcheck.report.ruledoc import doc_url
+
+# typing.TYPE_CHECKING without importing typing: every recorded run (lint's too) keeps its last
+# report as JSON, and a lint run must not pay for imports it does not need.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_ID = "rentcheck/report/v1"
 
@@ -43,6 +49,7 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     for finding in report.findings:
         entry = finding_to_dict(finding)
         entry["name"] = names.get(finding.code)
+        entry["doc_url"] = doc_url(finding.code, report.rules)  # None: a plugin's rule
         results.append(entry)
     return {
         "schema": SCHEMA_ID,

@@ -13,13 +13,14 @@ from typing import Any
 from rentcheck import __version__
 from rentcheck.model import Finding, Rule, Severity
 from rentcheck.report import Report
+from rentcheck.report.ruledoc import doc_url
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/rentcheck/rentcheck"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "note"}
 
 
-def _rule(rule: Rule) -> dict[str, Any]:
+def _rule(rule: Rule, rules: dict[str, Rule]) -> dict[str, Any]:
     help_text = (
         f"{rule.summary}\n\nWhy: {rule.why}\n\nExample (bad):\n{rule.example_bad}\n\n"
         f"Use instead:\n{rule.example_good}\n\nFix: {rule.fix}"
@@ -30,7 +31,7 @@ def _rule(rule: Rule) -> dict[str, Any]:
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": rule.why},
         "help": {"text": help_text, "markdown": help_text.replace("\n", "  \n")},
-        "helpUri": f"{INFO_URI}#rule-{rule.code.lower()}",
+        "helpUri": doc_url(rule.code, rules) or INFO_URI,
         "defaultConfiguration": {"level": _LEVEL[rule.default_severity]},
         "properties": {"tags": [rule.family], "status": rule.status.value},
     }
@@ -57,6 +58,7 @@ def report_to_sarif(report: Report) -> dict[str, Any]:
     codes = sorted({f.code for f in report.findings} | set(report.rules))
     rules = [report.rules[c] for c in codes if c in report.rules]
     index = {rule.code: i for i, rule in enumerate(rules)}
+    known = dict(report.rules)
     results = []
     for finding in report.findings:
         result: dict[str, Any] = {
@@ -70,8 +72,13 @@ def report_to_sarif(report: Report) -> dict[str, Any]:
         }
         if finding.code in index:
             result["ruleIndex"] = index[finding.code]
+        # The rule's page on each result too, for consumers that do not follow ruleIndex.
+        link = doc_url(finding.code, report.rules)
+        properties = {"doc_url": link} if link else {}
         if finding.host:
-            result["properties"] = {"host": finding.host}
+            properties["host"] = finding.host
+        if properties:
+            result["properties"] = properties
         results.append(result)
     return {
         "$schema": SARIF_SCHEMA,
@@ -84,7 +91,7 @@ def report_to_sarif(report: Report) -> dict[str, Any]:
                         "version": __version__,
                         "semanticVersion": __version__,
                         "informationUri": INFO_URI,
-                        "rules": [_rule(r) for r in rules],
+                        "rules": [_rule(r, known) for r in rules],
                     }
                 },
                 "originalUriBaseIds": {"%SRCROOT%": {"description": {"text": "project root"}}},

@@ -1,0 +1,221 @@
+"""What ``rentcheck report`` shows, gathered once for both the HTML and the markdown form.
+
+Inputs: the project's ledger (every gate verdict, in order) and the last JSON report of each
+gate (``.rentcheck/last/``, or files named on the command line). Everything read here is data
+from runs and boxes: the renderers escape every string of it; links are built only from rule
+codes rentcheck knows, never taken from the data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "GateState",
+    "Lifecycle",
+    "MountBar",
+    "RuleGroup",
+    "gather",
+]
+
+
+@dataclass(frozen=True)
+class GateState:
+    """One gate's place on the timeline: its phase and its last verdict (None: never ran)."""
+
+    name: str
+    phase: str
+    verdict: str | None
+    time: str | None
+    host: str | None
+
+
+@dataclass(frozen=True)
+class MountBar:
+    """One audited path's filesystem: bytes used / budget / free, and inodes."""
+
+    role: str
+    path: str
+    mount_point: str
+    bytes_total: int | None
+    bytes_free: int | None
+    budget_bytes: int
+    inodes_total: int | None
+    inodes_free: int | None
+
+    @property
+    def within_budget(self) -> bool | None:
+        if self.bytes_free is None or self.budget_bytes <= 0:
+            return None
+        return self.bytes_free >= self.budget_bytes
+
+
+@dataclass(frozen=True)
+class RuleGroup:
+    """Every finding of one rule across the gates' last reports."""
+
+    code: str
+    name: str | None
+    severity: str
+    doc_url: str | None
+    findings: tuple[tuple[str, Mapping[str, Any]], ...]  # (gate, finding as in the JSON)
+
+
+@dataclass
+class Lifecycle:
+    project: str
+    generated_at: str
+    version: str
+    gates: list[GateState]
+    entries: list[dict[str, Any]]  # ledger lines, oldest first
+    reports: dict[str, dict[str, Any]]
+    mounts: list[MountBar]
+    audit_host: str | None
+    verify_files: list[Mapping[str, Any]]
+    verify_root: str | None
+    rules: list[RuleGroup]
+    problems: list[str] = field(default_factory=list)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _mounts(audit: Mapping[str, Any] | None) -> list[MountBar]:
+    if not audit:
+        return []
+    facts = audit.get("facts")
+    paths = facts.get("paths") if isinstance(facts, Mapping) else None
+    budget = audit.get("budget")
+    budget_bytes = _int(budget.get("bytes")) if isinstance(budget, Mapping) else None
+    roles = budget.get("roles") if isinstance(budget, Mapping) else None
+    bars = []
+    for role, fact in sorted((paths or {}).items()) if isinstance(paths, Mapping) else []:
+        if not isinstance(fact, Mapping):
+            continue
+        space = _mapping(fact.get("space"))
+        mount = _mapping(fact.get("mount"))
+        counted = roles is None or (isinstance(roles, list) and role in roles)
+        bars.append(
+            MountBar(
+                role=_text(role),
+                path=_text(fact.get("path")),
+                mount_point=_text(mount.get("mount_point")),
+                bytes_total=_int(space.get("bytes_total")),
+                bytes_free=_int(space.get("bytes_free")),
+                budget_bytes=(budget_bytes or 0) if counted else 0,
+                inodes_total=_int(space.get("inodes_total")),
+                inodes_free=_int(space.get("inodes_free")),
+            )
+        )
+    return bars
+
+
+def _verify(verify: Mapping[str, Any] | None) -> tuple[list[Mapping[str, Any]], str | None]:
+    block = verify.get("verify") if verify else None
+    if not isinstance(block, Mapping):
+        return [], None
+    files = block.get("files")
+    rows = [f for f in files if isinstance(f, Mapping)] if isinstance(files, list) else []
+    return rows, _text(block.get("root")) or None
+
+
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "note": 2}
+
+
+def _rule_groups(reports: Mapping[str, Mapping[str, Any]]) -> list[RuleGroup]:
+    from rentcheck.registry import all_rules
+    from rentcheck.report.ruledoc import doc_url
+
+    known = all_rules()
+    grouped: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for gate, report in reports.items():
+        results = report.get("results")
+        for entry in results if isinstance(results, list) else []:
+            if isinstance(entry, Mapping) and isinstance(entry.get("code"), str):
+                grouped.setdefault(entry["code"], []).append((gate, entry))
+    groups = []
+    for code, found in grouped.items():
+        rule = known.get(code)
+        worst = min(
+            (_text(f.get("severity")) for _, f in found),
+            key=lambda s: _SEVERITY_ORDER.get(s, 3),
+        )
+        groups.append(
+            RuleGroup(
+                code=code,
+                name=rule.name if rule is not None else None,
+                severity=worst,
+                doc_url=doc_url(code, known),  # from our own table, never from the data
+                findings=tuple(found),
+            )
+        )
+    return sorted(groups, key=lambda g: (_SEVERITY_ORDER.get(g.severity, 3), g.code))
+
+
+def _gate_states(entries: Sequence[Mapping[str, Any]]) -> list[GateState]:
+    from rentcheck.gates.table import all_gates
+
+    latest: dict[str, Mapping[str, Any]] = {}
+    for line in entries:
+        latest[str(line.get("gate"))] = line
+    states = []
+    for gate in sorted(all_gates(), key=lambda g: g.phase_index):
+        entry = latest.get(gate.name)
+        states.append(
+            GateState(
+                name=gate.name,
+                phase=gate.phase,
+                verdict=None if entry is None else _text(entry.get("verdict")),
+                time=None if entry is None else _text(entry.get("time")),
+                host=None if entry is None or entry.get("host") is None else _text(entry["host"]),
+            )
+        )
+    return states
+
+
+def gather(root: str, inputs: Sequence[str] = ()) -> Lifecycle:
+    """The ledger and last reports of the project at ``root``; ``inputs`` (JSON report files)
+    replace the kept report of the gate each one names."""
+    import os
+    import time
+
+    from rentcheck import __version__
+    from rentcheck.ledger import read_ledger
+    from rentcheck.report.lastrun import last_reports, read_report
+
+    ledger = read_ledger(root)
+    reports, problems = last_reports(root)
+    problems = [*ledger.problems, *problems]
+    for path in inputs:
+        document = read_report(path, problems)
+        if document is not None:
+            gate = document.get("gate")
+            name = gate.get("name") if isinstance(gate, Mapping) else None
+            reports[_text(name or document.get("command") or path)] = document
+    audit = reports.get("audit")
+    files, verify_root = _verify(reports.get("verify"))
+    return Lifecycle(
+        project=os.path.abspath(root),
+        generated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        version=__version__,
+        gates=_gate_states(ledger.entries),
+        entries=ledger.entries,
+        reports=reports,
+        mounts=_mounts(audit),
+        audit_host=None if not audit else (_text(audit.get("host")) or None),
+        verify_files=files,
+        verify_root=verify_root,
+        rules=_rule_groups(reports),
+        problems=problems,
+    )
