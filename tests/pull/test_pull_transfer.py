@@ -164,7 +164,7 @@ def test_hostile_roster_paths_are_refused_with_nothing_written(
     res = rentcheck("pull", f"local:{box}", "got", "--output-format", "json", cwd=tmp_path)
     assert res.returncode == 1, res.stderr
     [refusal] = report(res)["results"]
-    assert refusal["code"] == "RC530"
+    assert refusal["code"] == "RC540"
     assert "nothing was pulled" in refusal["message"]
     after = sorted(str(p) for p in tmp_path.rglob("*") if ".rentcheck" not in str(p))
     assert after == before  # no LOCAL_ROOT, no file anywhere
@@ -180,7 +180,7 @@ def test_symlink_in_local_root_is_refused_before_the_first_byte(tmp_path: Path) 
     res = rentcheck("pull", f"local:{box}", "got", "--output-format", "json", cwd=tmp_path)
     assert res.returncode == 1
     results = report(res)["results"]
-    assert {r["code"] for r in results} == {"RC530"}
+    assert {r["code"] for r in results} == {"RC540"}
     assert {r["path"] for r in results} == {"ckpt/a.bin", "ckpt/b.bin"}
     assert "is a symlink" in results[0]["message"]
     assert list(outside.iterdir()) == [] and sorted(os.listdir(got)) == ["ckpt"]
@@ -334,9 +334,9 @@ def test_file_still_being_written_is_reported_and_a_vanished_one_too(tmp_path: P
         thread.join()
     assert proc.returncode == 1, out + err
     doc = report((out, err))
-    found = {(r["code"], r["path"]) for r in doc["results"] if r["code"] == "RC531"}
-    assert found == {("RC531", "growing.log"), ("RC531", "z.bin")}, doc["results"]
-    messages = {r["path"]: r["message"] for r in doc["results"] if r["code"] == "RC531"}
+    found = {(r["code"], r["path"]) for r in doc["results"] if r["code"] == "RC541"}
+    assert found == {("RC541", "growing.log"), ("RC541", "z.bin")}, doc["results"]
+    messages = {r["path"]: r["message"] for r in doc["results"] if r["code"] == "RC541"}
     assert "3 times" in messages["growing.log"]
     assert "vanished from the box" in messages["z.bin"]
     assert not (got / "PULL_VERIFIED.json").exists()
@@ -372,7 +372,7 @@ def test_a_box_that_stays_gone_ends_the_pull_at_the_deadline(tmp_path: Path) -> 
         own.stop()
     assert proc.returncode == 1, out + err
     doc = report((out, err))
-    [incomplete] = [r for r in doc["results"] if r["code"] == "RC532"]
+    [incomplete] = [r for r in doc["results"] if r["code"] == "RC542"]
     assert "what arrived is kept" in incomplete["message"]
     assert 0 < size_of(got / "a.bin") < 3 * MiB  # kept for the next pull to continue
     assert not (got / "PULL_MANIFEST.json").exists()

@@ -160,7 +160,7 @@ def pull_to(request: PullRequest, progress: Progress | None = None) -> PullOutco
 
 
 def _refusals(local_root: str, manifest: Manifest) -> list[Finding]:
-    """RC530 for every roster path whose local place is unsafe, and for LOCAL_ROOT itself."""
+    """RC540 for every roster path whose local place is unsafe, and for LOCAL_ROOT itself."""
     refused = unsafe_paths(local_root, manifest.files.paths)
     if os.path.islink(local_root) or (os.path.exists(local_root) and not os.path.isdir(local_root)):
         refused.insert(0, ("", "LOCAL_ROOT is a symlink or not a directory"))

@@ -1,4 +1,4 @@
-"""RC530-RC532: why ``rentcheck pull`` refused, or could not finish, a transfer.
+"""RC540-RC542: why ``rentcheck pull`` refused, or could not finish, a transfer.
 
 The pull gate's rules are the verify rules (a pull ends with a verify) plus these.
 """
@@ -17,9 +17,9 @@ __all__ = [
     "TRANSFER_RULES_BY_CODE",
 ]
 
-ROSTER_UNSAFE = "RC530"
-CHANGED_DURING_PULL = "RC531"
-PULL_INCOMPLETE = "RC532"
+ROSTER_UNSAFE = "RC540"
+CHANGED_DURING_PULL = "RC541"
+PULL_INCOMPLETE = "RC542"
 
 TRANSFER_RULES: tuple[Rule, ...] = (
     Rule(
