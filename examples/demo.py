@@ -3,10 +3,12 @@
 
 ``./dev demo`` runs it with the development virtualenv's python. It copies tinytrain into a
 fresh folder (a git repository of its own), plants one mistake and shows rentcheck catch it,
-fixes it, then walks the lifecycle: smoke, resume, audit, launch (detached), watch, status
-and the report. ``--host local`` stands in for the rented GPU box: the same probes run here,
-with no SSH, no network and no GPU. Every step prints one line: its verdict, the seconds it
-took and the command that ran it; each command's full output is kept in ``logs/``.
+fixes it, then walks the lifecycle: smoke, resume, audit, launch (detached), watch, pull
+(with verify), teardown (refused while the box holds a checkpoint the pull lacks, then
+approved), status and the report. ``--host local`` stands in for the rented GPU box: the
+same probes run here, with no SSH, no network and no GPU. Every step prints one line: its
+verdict, the seconds it took and the command that ran it; each command's full output is kept
+in ``logs/``.
 
     python examples/demo.py [--dir DEMO_DIR]   # default: ./demo-run (replaced on each run)
 
@@ -134,9 +136,27 @@ def plant_crlf(demo: Demo) -> str:
     return "planted: run.sh saved with Windows (CRLF) line endings"
 
 
+def make_checkpoint_dir(demo: Demo) -> None:
+    """The audit measures the checkpoint directory the job will write to: make it first."""
+    (demo.project / "checkpoints").mkdir(exist_ok=True)
+
+
+def late_checkpoint(demo: Demo) -> str:
+    """A checkpoint the job wrote after the pull (as a run still saving would): a copy of its
+    newest one under the next step's name, published by rename as a trainer does."""
+    ckpt = demo.project / "checkpoints"
+    newest = max(ckpt.glob("*.pt"), key=lambda p: p.stat().st_mtime)
+    late = ckpt / "step_999.pt"
+    tmp = late.with_suffix(".tmp")
+    tmp.write_bytes(newest.read_bytes())
+    tmp.replace(late)
+    return f"planted: {late.name} written on the box after the pull"
+
+
 def lifecycle(demo: Demo) -> list[Step]:
-    """Every step, in lifecycle order. Pull, verify and teardown go after the watch steps."""
+    """Every step, in lifecycle order."""
     project, job, html = str(demo.project), demo.root / "job", demo.root / "report.html"
+    ckpt, pulled = demo.project / "checkpoints", demo.root / "pulled"
     return [
         Step(
             "lint: the catch",
@@ -172,10 +192,10 @@ def lifecycle(demo: Demo) -> list[Step]:
             _cmd(
                 "audit --host local --profile local --path checkpoint={ckpt} --path data={root}"
                 " --budget checkpoint=1MiB,keep=3,scratch=100MiB",
-                ckpt=f"{project}/checkpoints",
+                ckpt=ckpt,
                 root=demo.root,
             ),
-            prepare=lambda d: (d.project / "checkpoints").mkdir(exist_ok=True) or None,
+            prepare=make_checkpoint_dir,
             details=_block("local: measured"),
         ),
         Step(
@@ -204,8 +224,41 @@ def lifecycle(demo: Demo) -> list[Step]:
             details=_lines_with(" local ", "finished with status"),
             retry_until=lambda out: "finished" in out,
         ),
-        # The pull phase goes here: manifest on the box, pull, verify; then teardown
-        # (refused without a verified pull, then approved).
+        Step(
+            "pull",
+            "the roster is built on the box, the files come home with resume, and every "
+            "digest and checkpoint is verified",
+            _cmd("pull --host local {ckpt} {pulled}", ckpt=ckpt, pulled=pulled),
+            details=_lines_with("pulled ", "verified:", "all digests match"),
+        ),
+        Step(
+            "teardown: refused",
+            "a checkpoint written on the box after the pull: stopping the meter now would "
+            "lose it, so teardown refuses and names it",
+            _cmd(
+                "teardown --host local --profile local --verified {pulled} --approve",
+                pulled=pulled,
+            ),
+            expect=1,
+            prepare=late_checkpoint,
+            details=_lines_with("box now", "RC802"),
+        ),
+        Step(
+            "pull: again",
+            "the second pull sends only what is new; complete files are never sent again",
+            _cmd("pull --host local {ckpt} {pulled}", ckpt=ckpt, pulled=pulled),
+            details=_lines_with("pulled ", "all digests match"),
+        ),
+        Step(
+            "teardown",
+            "the box holds nothing the verified pull lacks; approved, the gate passes (and "
+            "rentcheck still never stops the meter itself)",
+            _cmd(
+                "teardown --host local --profile local --verified {pulled} --approve",
+                pulled=pulled,
+            ),
+            details=_lines_with("box now", "meter stop on", "teardown gate passed"),
+        ),
         Step(
             "status",
             "the ledger: every gate's last verdict for these exact files, and what comes next",
@@ -275,7 +328,7 @@ def run_step(demo: Demo, number: int, total: int, step: Step) -> bool:
     log.write_text(f"$ {shown}\n(exit {proc.returncode})\n\n{out}")
     ok = proc.returncode == step.expect
     verdict = ("CAUGHT" if step.expect == 1 else "PASS") if ok else "FAILED"
-    _say(f"[{number:2d}/{total}] {verdict:<6} {step.name:<16} {seconds:5.1f} s  $ {shown}")
+    _say(f"[{number:2d}/{total}] {verdict:<6} {step.name:<17} {seconds:5.1f} s  $ {shown}")
     if prepared:
         _say(f"        {prepared}")
     _say(f"        {step.says}")
@@ -309,8 +362,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             _say(f"\ndemo: stopped at step {number}; every command's output is in {demo.logs}")
             return 1
     took = time.monotonic() - started
+    caught = sum(step.expect == 1 for step in steps)
     _say(
-        f"\ndemo: {len(steps)} steps in {took:.0f} s, one mistake caught and fixed. Everything "
+        f"\ndemo: {len(steps)} steps in {took:.0f} s, {caught} caught before they cost anything "
+        "(a CRLF script before renting, a checkpoint the pull would have lost before teardown). "
+        "Everything "
         f"is in {demo.root}: logs/ (each command's output), tinytrain/ (the project and its "
         "ledger), job/ (the detached run's log), report.html"
     )

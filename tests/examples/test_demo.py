@@ -6,6 +6,7 @@ and the one folder it leaves are read.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -20,7 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "examples" / "demo.py"
 STEPS = (
     "lint: the catch", "lint: the fix", "lint", "smoke", "resume", "audit", "launch",
-    "watch: running", "watch: finished", "status", "report",
+    "watch: running", "watch: finished", "pull", "teardown: refused", "pull: again", "teardown",
+    "status", "report",
 )  # fmt: skip
 LINE = re.compile(r"^\[\s*(\d+)/(\d+)\] (CAUGHT|PASS|FAILED)\s+(.+?)\s+\d+\.\d s  \$ rentcheck ")
 
@@ -47,7 +49,9 @@ def test_the_demo_walks_the_lifecycle_and_catches_the_planted_mistake(tmp_path: 
     steps = [LINE.match(line) for line in out.splitlines()]
     found = [(m.group(3), m.group(4)) for m in steps if m]
     assert [name for _, name in found] == list(STEPS)
-    assert found[0][0] == "CAUGHT" and {v for v, _ in found[1:]} == {"PASS"}
+    caught = {name for verdict, name in found if verdict == "CAUGHT"}
+    assert caught == {"lint: the catch", "teardown: refused"}
+    assert {v for v, name in found if name not in caught} == {"PASS"}
     # The catch is shown and explained, then fixed.
     assert "planted: run.sh saved with Windows (CRLF) line endings" in out
     assert re.search(r"run\.sh:1:\d+: RC101 .*CRLF line endings", out)
@@ -60,6 +64,14 @@ def test_the_demo_walks_the_lifecycle_and_catches_the_planted_mistake(tmp_path: 
     torch_line = next(line for line in out.splitlines() if line.strip().startswith("torch "))
     assert f"with {Path(sys.executable).parent}/python" in torch_line
     assert "finished with status 0" in out
+    # Pulled and verified; teardown refused, naming the checkpoint written after the pull; the
+    # second pull sends only that file; then teardown passes.
+    assert (folder / "pulled" / "PULL_VERIFIED.json").is_file()
+    assert re.search(r"step_999\.pt: RC802 added on the box since the pull", out)
+    assert "teardown gate passed" in out
+    ledger = (folder / "tinytrain" / ".rentcheck" / "ledger.jsonl").read_text().splitlines()
+    teardowns = [e["verdict"] for e in map(json.loads, ledger) if e["gate"] == "teardown"]
+    assert teardowns == ["fail", "pass"]
     # One folder, named on the first line, holds everything.
     assert out.splitlines()[0] == f"demo: everything goes in DEMO={folder}"
     assert len(list((folder / "logs").iterdir())) == len(STEPS)
