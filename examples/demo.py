@@ -18,6 +18,7 @@ The steps are one ordered list (``lifecycle``); a new gate adds its step there.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import shutil
@@ -297,6 +298,12 @@ def prepare_folder(root: Path) -> None:
 def copy_project(demo: Demo) -> None:
     """tinytrain as a project of its own: a copy, a git repository with one commit."""
     shutil.copytree(TINYTRAIN, demo.project, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(demo.project / "rentcheck.yaml", "a", encoding="utf-8") as config:
+        config.write(
+            "# Added by the demo: its box is this machine, so the audit judges only scripts\n"
+            "# under this project (other processes on a shared machine are not the demo's).\n"
+            f"audit:\n  script_roots: [{json.dumps(str(demo.project))}]\n"
+        )
     env = demo.env()
     for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "tinytrain"]):
         subprocess.run(["git", *argv], cwd=demo.project, env=env, check=True)

@@ -6,11 +6,25 @@ from pathlib import Path
 
 from rentcheck.textwidth import display_width, table
 
+# --host local sees every process on this machine: another one's edited script (RC401/RC402)
+# is not what these tests are about.
+QUIET = ("--ignore", "RC401,RC402")
+
 
 def test_text_output_shows_free_space_and_inodes_against_the_budget(cli, tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()
-    ok = cli("audit", "--host", "local", "--path", f"data={data}", "--budget", "1KiB", cwd=tmp_path)
+    ok = cli(
+        "audit",
+        "--host",
+        "local",
+        "--path",
+        f"data={data}",
+        "--budget",
+        "1KiB",
+        *QUIET,
+        cwd=tmp_path,
+    )
     assert ok.code == 0, ok.out + ok.err
     lines = ok.out.splitlines()
     assert lines[0] == "local: measured"
@@ -26,7 +40,15 @@ def test_text_output_shows_free_space_and_inodes_against_the_budget(cli, tmp_pat
     assert lines[-1] == "All checks passed."
 
     short = cli(
-        "audit", "--host", "local", "--path", f"data={data}", "--budget", "900TiB", cwd=tmp_path
+        "audit",
+        "--host",
+        "local",
+        "--path",
+        f"data={data}",
+        "--budget",
+        "900TiB",
+        *QUIET,
+        cwd=tmp_path,
     )
     assert short.code == 1
     row = next(line for line in short.out.splitlines() if line.strip().startswith("data="))
@@ -37,7 +59,7 @@ def test_text_output_shows_free_space_and_inodes_against_the_budget(cli, tmp_pat
 def test_box_text_in_the_table_is_escaped(cli, tmp_path: Path) -> None:
     hostile = tmp_path / "x\x1b[2Jy"
     hostile.mkdir()
-    result = cli("audit", "--host", "local", "--path", f"data={hostile}", cwd=tmp_path)
+    result = cli("audit", "--host", "local", "--path", f"data={hostile}", *QUIET, cwd=tmp_path)
     assert "\x1b" not in result.out
     assert "x\\x1b[2Jy" in result.out
 
