@@ -47,6 +47,9 @@ _BOOT = (
     "exec(compile(open(p,'rb').read(),p,'exec'),{'__name__':'_rentcheck_zygote'})"
 )
 START_TIMEOUT_S = 600.0
+# CPython 3.11's parser is not safe from two threads at once (chains start side by side):
+# "SystemError: AST constructor recursion depth mismatch".
+_PARSING = threading.Lock()
 
 
 def fork_script(argv: Sequence[str], cwd: str) -> str | None:
@@ -63,9 +66,11 @@ def leading_imports(path: str) -> list[dict[str, Any]]:
     """The imports a cold run of ``path`` executes before anything else (preload entries)."""
     try:
         with open(path, "rb") as handle:
-            tree = ast.parse(handle.read())
-    except (OSError, SyntaxError, ValueError):
-        return []
+            source = handle.read()
+        with _PARSING:
+            tree = ast.parse(source)
+    except (OSError, SyntaxError, ValueError, SystemError):
+        return []  # the run itself reports a broken script
     here = os.path.dirname(os.path.abspath(path))
 
     def project(name: str) -> bool:
