@@ -31,7 +31,10 @@ GIT_ENV = {
 def _isolated_env(
     monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """No RENTCHECK_* from the developer's shell, a private HOME, and a git identity."""
+    """No RENTCHECK_* from the developer's shell, a private HOME, a git identity, and a
+    private working directory: a command run without ``cwd`` writes its ledger there, never
+    into the checkout (where one test's verify once satisfied another test's teardown)."""
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
     for name in list(os.environ):
         if name.startswith("RENTCHECK_"):
             monkeypatch.delenv(name)

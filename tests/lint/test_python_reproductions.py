@@ -261,12 +261,14 @@ _RESUME = """    if os.path.exists("last.pt"):
 
 
 def _kill_after_step(script: Path, step: int) -> None:
-    """Run the trainer until it printed ``step``, then SIGKILL it (a preemption)."""
+    """Run the trainer until ``step`` is saved, then SIGKILL it (a preemption). A step is
+    printed before it is saved: the next step's line is what says the save is done."""
     log = script.parent / "first.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, str(script)], cwd=script.parent, stdout=out)
+    after = f"step {step + 1}"
     try:
-        wait_for(lambda: f"step {step}" in log.read_text(), f"step {step}", limit=120)
+        wait_for(lambda: after in log.read_text(), after, limit=120)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:

@@ -19,6 +19,7 @@ from rentcheck.config import Config, load_config
 __all__ = ["add_parsers"]
 
 _MANIFEST = "PULL_MANIFEST.json"
+REPORT_OK_ROWS = 1000  # ok files listed in a text run's last-run report (all with json)
 
 
 def add_parsers(
@@ -420,10 +421,17 @@ def verify_and_mark(
             "seconds": seconds,
         }
     }
-    if config.output_format == "json":  # only json shows extras: a row per file is costly
-        gate.extras["verify"]["files"] = file_verdicts(
-            result, verdict.fail_level, settings.advisory
-        )
+    # JSON output lists every file. Otherwise the rows only reach the last-run report that
+    # `rentcheck report` reads: every file that is not ok, and the first REPORT_OK_ROWS that
+    # are (a row per file of a million-file pull would cost hundreds of MB).
+    rows = file_verdicts(
+        result,
+        verdict.fail_level,
+        settings.advisory,
+        ok_limit=None if config.output_format == "json" else REPORT_OK_ROWS,
+    )
+    gate.extras["verify"]["files"] = rows
+    gate.extras["verify"]["files_total"] = len(result.files)
     run.record(gate, verdict)
     if marker is None:
         sys.stderr.write("rentcheck: verification failed: no PULL_VERIFIED.json written\n")

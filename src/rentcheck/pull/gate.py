@@ -61,12 +61,17 @@ def _brief(f: Finding) -> dict[str, Any]:
 
 
 def file_verdicts(
-    result: VerifyResult, fail_level: Severity, advisory: Iterable[str] = ()
+    result: VerifyResult,
+    fail_level: Severity,
+    advisory: Iterable[str] = (),
+    *,
+    ok_limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """Every file read, every manifest file that was not, and every other path a finding
     names (unexpected files, links leaving the root ...), each with its findings and verdict:
     ``ok`` (nothing), ``warning`` (findings that do not block), ``failed``, or ``missing``
-    (listed in the manifest, not pulled).
+    (listed in the manifest, not pulled). With ``ok_limit``, only that many ``ok`` rows (the
+    first in path order) are listed; every other row still is.
     """
     allowed = frozenset(advisory)
     by_path: dict[str, list[Finding]] = {}
@@ -79,8 +84,13 @@ def file_verdicts(
         return "warning" if found else "ok"
 
     out: list[dict[str, Any]] = []
+    oks = 0
     for path, size, _, sha256, kind, tensors, _ in rows_of(result.files):
         found = by_path.get(path)
+        if not found:
+            oks += 1
+            if ok_limit is not None and oks > ok_limit:
+                continue
         out.append(
             {
                 "path": path,

@@ -209,7 +209,7 @@ def _verify(life: Lifecycle) -> str:
             f'<td class="mono">{_e(codes)}</td></tr>'
         )
     return (
-        head + f'<p class="meta">{len(life.verify_files)} file(s), {_e(_size(total))}</p>'
+        head + f'<p class="meta">{_e(life.verify_count())}, {_e(_size(total))}</p>'
         "<table><thead><tr><th>file</th><th>kind</th><th>bytes</th><th>SHA-256</th>"
         f"<th>verdict</th><th>findings</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
         "</section>"

@@ -77,6 +77,14 @@ class Lifecycle:
     verify_root: str | None
     rules: list[RuleGroup]
     problems: list[str] = field(default_factory=list)
+    verify_total: int = 0  # files verify read; more than the rows when a text run cut them
+
+    def verify_count(self) -> str:
+        """'N file(s)', or 'N of M file(s) listed' when the ok rows were cut."""
+        listed = len(self.verify_files)
+        if self.verify_total > listed:
+            return f"{listed} of {self.verify_total} file(s) listed (every one not ok)"
+        return f"{listed} file(s)"
 
 
 def _int(value: Any) -> int | None:
@@ -121,13 +129,19 @@ def _mounts(audit: Mapping[str, Any] | None) -> list[MountBar]:
     return bars
 
 
-def _verify(verify: Mapping[str, Any] | None) -> tuple[list[Mapping[str, Any]], str | None]:
+def _verify(
+    verify: Mapping[str, Any] | None,
+) -> tuple[list[Mapping[str, Any]], str | None, int]:
+    """The rows verify listed, its root, and how many files it read in all (a text run lists
+    only the first ok files)."""
     block = verify.get("verify") if verify else None
     if not isinstance(block, Mapping):
-        return [], None
+        return [], None, 0
     files = block.get("files")
     rows = [f for f in files if isinstance(f, Mapping)] if isinstance(files, list) else []
-    return rows, _text(block.get("root")) or None
+    total = block.get("files_total")
+    total = total if isinstance(total, int) and total >= len(rows) else len(rows)
+    return rows, _text(block.get("root")) or None, total
 
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "note": 2}
@@ -204,7 +218,7 @@ def gather(root: str, inputs: Sequence[str] = ()) -> Lifecycle:
             name = gate.get("name") if isinstance(gate, Mapping) else None
             reports[_text(name or document.get("command") or path)] = document
     audit = reports.get("audit")
-    files, verify_root = _verify(reports.get("verify"))
+    files, verify_root, verify_total = _verify(reports.get("verify"))
     return Lifecycle(
         project=os.path.abspath(root),
         generated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -216,6 +230,7 @@ def gather(root: str, inputs: Sequence[str] = ()) -> Lifecycle:
         audit_host=None if not audit else (_text(audit.get("host")) or None),
         verify_files=files,
         verify_root=verify_root,
+        verify_total=verify_total,
         rules=_rule_groups(reports),
         problems=problems,
     )

@@ -77,7 +77,7 @@ def _mounts(life: Lifecycle) -> list[str]:
 def _verify(life: Lifecycle) -> list[str]:
     if not life.verify_files:
         return []
-    lines = [f"## Verified pull ({len(life.verify_files)} file(s))", ""]
+    lines = [f"## Verified pull ({life.verify_count()})", ""]
     lines += ["| file | bytes | SHA-256 | verdict |", "|---|---|---|---|"]
     for f in life.verify_files:
         digest = str(f.get("sha256") or "")[:16]
