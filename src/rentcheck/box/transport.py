@@ -24,7 +24,16 @@ from rentcheck.errors import RemoteError, RemoteTimeout
 if TYPE_CHECKING:
     from rentcheck.box.connect import Connection
 
-__all__ = ["Box", "BoxStats", "CommandResult", "LocalBox", "SSHBox", "close_all", "open_box"]
+__all__ = [
+    "Box",
+    "BoxStats",
+    "CommandResult",
+    "LocalBox",
+    "SSHBox",
+    "close_all",
+    "close_host",
+    "open_box",
+]
 
 KILL_AFTER = 5  # seconds between the timeout's TERM and its KILL
 CLIENT_GRACE = 15.0  # the client gives up this long after the server-side timeout should have
@@ -300,6 +309,18 @@ def open_box(
         box = SSHBox(open_connection(spec, connect_timeout))
         _POOL[spec.cache_key] = box
     return box
+
+
+def close_host(host: str, *, ssh_config: str | None = None) -> None:
+    """Close the pooled connection to ``host`` only: under ``--hosts`` the other hosts' pool
+    threads keep theirs (``local`` holds no connection)."""
+    if host == "local":
+        return
+    from rentcheck.box.sshconfig import resolve_host
+
+    box = _POOL.pop(resolve_host(host, ssh_config).cache_key, None)
+    if box is not None:
+        box.close()
 
 
 def close_all() -> None:

@@ -168,9 +168,20 @@ def _add_pull_parser(
         "within --deadline, pull again what changed meanwhile, then verify and write "
         "LOCAL_ROOT/PULL_VERIFIED.json. Exit 0 verified, 1 findings, 2 unusable input.",
     )
-    pull.add_argument("source", metavar="HOST:REMOTE_ROOT", help="or REMOTE_ROOT with --host")
+    pull.add_argument(
+        "source", metavar="HOST:REMOTE_ROOT", help="or REMOTE_ROOT with --host or --hosts"
+    )
     pull.add_argument("root", metavar="LOCAL_ROOT", help="where the files go (created)")
     pull.add_argument("--host", help="the box (an ssh alias, or local) when SOURCE has no HOST:")
+    pull.add_argument(
+        "--hosts", action="append", metavar="TAG",
+        help="instead of --host: the inventory's hosts ([tool.rentcheck.hosts]): all, a tag or "
+        "a name; each pulled into LOCAL_ROOT/NAME, at once, one merged table (repeatable)",
+    )  # fmt: skip
+    pull.add_argument(
+        "--pool", type=int, default=8, metavar="N",
+        help="with --hosts: at most N hosts at a time (8; keeps a jump host's MaxSessions)",
+    )  # fmt: skip
     pull.add_argument(
         "--method", choices=("auto", "rsync", "ranged"), default="auto",
         help="auto: rsync when both ends have it, else ranged reads over SSH",
@@ -352,6 +363,7 @@ def verify_and_mark(
     manifest: str | None = None,
     expected_run_id: str | None = None,
     marker_extra: dict[str, Any] | None = None,
+    show_progress: bool = True,
 ) -> tuple[Any, Any, Any]:
     """The verify gate on ``root``: judged, PULL_VERIFIED.json written when it passes,
     recorded in the ledger; (run, result, verdict) for the caller to show."""
@@ -376,7 +388,7 @@ def verify_and_mark(
             allow_globals=(*settings.allow_globals, *args.allow_global),
         )
     progress = None
-    if sys.stderr.isatty():
+    if show_progress and sys.stderr.isatty():
         progress = TerminalProgress(sys.stderr, color=use_color(args.color, True))
     started = time.monotonic()
     result = run_verify(
@@ -530,25 +542,106 @@ def _source(args: argparse.Namespace) -> tuple[str, str]:
 
 def run_pull(args: argparse.Namespace) -> int:
     from rentcheck.commands.finish import finish
-    from rentcheck.errors import UsageError
-    from rentcheck.gates.judge import GateResult
-    from rentcheck.gates.order import parse_age
     from rentcheck.gates.run import GateRun
-    from rentcheck.pull.pull_run import PullRequest, pull_to
     from rentcheck.pull.transfer import PullProgress
     from rentcheck.pull.transfer_rules import PULL_GATE_RULES
 
+    if args.hosts:
+        return _run_pull_fleet(args)
     host, remote_root = _source(args)
-    try:
-        deadline = parse_age(args.deadline)
-    except ValueError as exc:
-        raise UsageError(f"--deadline: {exc}", hint="e.g. --deadline 30m") from None
+    deadline = _deadline(args)
     # Settings from the project only: a rentcheck.yaml that came with the pull is data.
     config = _config(args, untrusted=(args.root,))
-    request = PullRequest(
+    progress = PullProgress(sys.stderr) if sys.stderr.isatty() else None
+    result = _pull_one(
+        args,
+        config,
         host=host,
         remote_root=remote_root,
         local_root=args.root,
+        deadline=deadline,
+        progress=progress,
+    )
+    digest = result.evidence.get("manifest")
+    run = GateRun(config, "pull", host=host, manifest=digest)
+    rules = {r.code: r for r in PULL_GATE_RULES}
+    return finish(args, run, result, command="pull", rules=rules)
+
+
+def _deadline(args: argparse.Namespace) -> float:
+    from rentcheck.errors import UsageError
+    from rentcheck.gates.order import parse_age
+
+    try:
+        return parse_age(args.deadline)
+    except ValueError as exc:
+        raise UsageError(f"--deadline: {exc}", hint="e.g. --deadline 30m") from None
+
+
+def _run_pull_fleet(args: argparse.Namespace) -> int:
+    """``pull --hosts``: every inventory host's REMOTE_ROOT into LOCAL_ROOT/NAME, at most
+    ``--pool`` at once; one judgement and ledger line per host, one merged table."""
+    import re
+
+    from rentcheck.box.fleet import Host, inventory, select_hosts
+    from rentcheck.box.fleet_run import HostResult, named_for, run_fleet
+    from rentcheck.commands.fleet import report_fleet
+    from rentcheck.errors import UsageError
+    from rentcheck.pull.transfer_rules import PULL_GATE_RULES
+
+    if args.host is not None:
+        raise UsageError("pull takes --host or --hosts, not both", hint="drop one of them")
+    if args.pool < 1:
+        raise UsageError(f"--pool {args.pool}: must be at least 1", hint="e.g. --pool 8")
+    deadline = _deadline(args)
+    config = _config(args, untrusted=(args.root,))
+    hosts = select_hosts(inventory(config), args.hosts)
+    for host in hosts:  # each host's folder is LOCAL_ROOT/NAME: a name must be one component
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", host.name):
+            raise UsageError(
+                f"inventory host {host.name!r} cannot name a folder under LOCAL_ROOT",
+                hint="use letters, digits, '.', '_' and '-' in inventory host names",
+            )
+
+    def one(host_config: Config, host: Host) -> HostResult:
+        local = os.path.join(args.root, host.name)
+        result = _pull_one(
+            args,
+            host_config,
+            host=host.alias,
+            remote_root=args.source,
+            local_root=local,
+            deadline=deadline,
+            progress=None,  # hosts at once: no terminal progress line (they would interleave)
+        )
+        result.findings = named_for(host, result.findings)
+        result.host = host.name
+        return HostResult(host, host_config, result=result, extras={"local_root": local})
+
+    outcomes = run_fleet(config, hosts, one, jobs=args.pool)
+    rules = {r.code: r for r in PULL_GATE_RULES}
+    return report_fleet(args, config, "pull", outcomes, rules, command="pull")
+
+
+def _pull_one(
+    args: argparse.Namespace,
+    config: Config,
+    *,
+    host: str,
+    remote_root: str,
+    local_root: str,
+    deadline: float,
+    progress: Any,
+) -> Any:
+    """One box's pull, then verify of what arrived (its own ledger line): the pull gate's
+    result, not yet judged. Raises RentcheckError when the box cannot be reached."""
+    from rentcheck.gates.judge import GateResult
+    from rentcheck.pull.pull_run import PullRequest, pull_to
+
+    request = PullRequest(
+        host=host,
+        remote_root=remote_root,
+        local_root=local_root,
         method=args.method,
         deadline_s=deadline,
         write_manifest=args.write_manifest,
@@ -558,7 +651,6 @@ def run_pull(args: argparse.Namespace) -> int:
         connect_timeout=args.connect_timeout,
         timeout=args.timeout,
     )
-    progress = PullProgress(sys.stderr) if sys.stderr.isatty() else None
     outcome = pull_to(request, progress)
     if progress is not None:
         progress.finish()
@@ -574,15 +666,16 @@ def run_pull(args: argparse.Namespace) -> int:
         _, verified, _ = verify_and_mark(
             args,
             config,
-            args.root,
+            local_root,
             expected_run_id=args.expect_run_id,
             marker_extra={"source": source},
+            show_progress=not args.hosts,
         )
         findings += verified.findings
         extras.update(verified.extras)
         headline = (_pull_said(outcome), *verified.headline)
         proved = verified.proved
-    result = GateResult(
+    return GateResult(
         "pull",
         findings,
         extras=extras,
@@ -592,9 +685,6 @@ def run_pull(args: argparse.Namespace) -> int:
         headline=headline,
         proved=proved,
     )
-    run = GateRun(config, "pull", host=host, manifest=digest)
-    rules = {r.code: r for r in PULL_GATE_RULES}
-    return finish(args, run, result, command="pull", rules=rules)
 
 
 def _pull_said(outcome: Any) -> str:

@@ -106,7 +106,7 @@ def _choose(method: str, host: str, box_has_rsync: bool) -> str:
 
 
 def pull_to(request: PullRequest, progress: Progress | None = None) -> PullOutcome:
-    from rentcheck.box.transport import close_all, open_box
+    from rentcheck.box.transport import close_host, open_box
 
     started = time.monotonic()
     outcome = PullOutcome(request)
@@ -156,7 +156,7 @@ def pull_to(request: PullRequest, progress: Progress | None = None) -> PullOutco
         return outcome
     finally:
         outcome.seconds = time.monotonic() - started
-        close_all()
+        close_host(request.host, ssh_config=request.ssh_config)
 
 
 def _refusals(local_root: str, manifest: Manifest) -> list[Finding]:
@@ -243,10 +243,10 @@ def _transfer_failed(
     round_: int,
 ) -> bool:
     """One round's transfer (first: resume; later: whole files); True when it gave up."""
-    from rentcheck.box.transport import close_all
+    from rentcheck.box.transport import close_host
 
-    if outcome.method == "rsync":
-        close_all()  # rsync brings its own connection; ours would idle meanwhile
+    if outcome.method == "rsync":  # rsync brings its own connection; ours would idle meanwhile
+        close_host(request.host, ssh_config=request.ssh_config)
     attempts = pull_files(
         endpoint,
         os.path.abspath(request.local_root),
@@ -275,12 +275,12 @@ def _moved(tree: BoxTree, entry: Any) -> bool:
 
 
 def _stat_with_retry(endpoint: Endpoint, box: Any, timeout: float) -> Any:
-    from rentcheck.box.transport import close_all
+    from rentcheck.box.transport import close_host
 
     try:
         return stat_roster(box, endpoint.root, timeout=timeout)
     except RemoteError:
-        close_all()
+        close_host(endpoint.host, ssh_config=endpoint.ssh_config)
         return stat_roster(endpoint.open(), endpoint.root, timeout=timeout)
 
 

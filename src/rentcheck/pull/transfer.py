@@ -341,7 +341,7 @@ def _ranged_try(
     progress: Progress | None,
     done_before: int,
 ) -> Attempt:
-    from rentcheck.box.transport import close_all
+    from rentcheck.box.transport import close_host
 
     attempt = Attempt("ranged")
     started = time.monotonic()
@@ -386,7 +386,7 @@ def _ranged_try(
             attempt.sent.append(w.path)
             done_files += 1
     except RemoteError as exc:
-        close_all()  # the next try opens a fresh connection
+        close_host(endpoint.host, ssh_config=endpoint.ssh_config)  # the next try: a fresh one
         attempt.error = exc.message
     finally:
         attempt.seconds = time.monotonic() - started
