@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from rentcheck.pull.formats.base import Issue, PRead, StreamValidator, TensorInfo
 from rentcheck.pull.formats.legacy import PickleStreamValidator, starts_with_legacy_magic
 from rentcheck.pull.formats.npy import NPY_MAGIC, NpyValidator
+from rentcheck.pull.formats.npz import NpzValidator, looks_like_npz
 from rentcheck.pull.formats.pickle_safety import GENOPS_ERRORS
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES, SafetensorsValidator
 from rentcheck.pull.formats.text import TextValidator
@@ -43,7 +44,7 @@ def suffix_of(rel: str) -> str:
 
 @dataclass(frozen=True)
 class Choice:
-    # safetensors | torch-zip | torchscript | torch-legacy | torch-tar | pickle | npy | json |
+    # safetensors | torch-zip | torchscript | torch-legacy | torch-tar | pickle | npy | npz | json |
     # jsonl | yaml | unknown | data
     kind: str
     validator: StreamValidator | None
@@ -175,6 +176,8 @@ def choose_validator(
         ):
             zipped = TorchZipValidator(size, pread, extra_allowed=allowed, full_pickle=full_pickle)
             return Choice("torch-zip", zipped)
+        if looks_like_npz(names):
+            return Choice("npz", NpzValidator(size, pread, extra_allowed=allowed))
         return Choice("data", None)
     if head.startswith(NPY_MAGIC):
         return Choice("npy", NpyValidator(size, extra_allowed=allowed))
