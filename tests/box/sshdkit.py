@@ -72,6 +72,10 @@ class Sshd:
         return self.log.read_text(errors="replace")
 
     def stop(self) -> None:
+        # The per-connection children first, while their parent is still the master: once it
+        # has exited they are reparented and can no longer be found by ppid (a session then
+        # outlived stop() and a "dropped" pull finished).
+        _kill_children(self.proc.pid)
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
