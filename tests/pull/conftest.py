@@ -1,12 +1,18 @@
-"""Fixtures for the pull tests: one session-wide corpus of real checkpoints."""
+"""Fixtures for the pull tests: one session-wide corpus of real checkpoints, and a real sshd
+"box" per test module for the transfer, teardown and fleet tests."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from rentcheck.box.transport import close_all
+from tests.box.sshdkit import SshLab, sshd_binary, start_lab
 
 # The corpus needs torch, safetensors and numpy (rentcheck[ckpt] + the pinned torch). Without
 # them only the tests of the stdlib-only parts (builder, manifest parser) are collected.
@@ -54,3 +60,16 @@ def pulled(corpus: Path, corpus_manifest: Path, tmp_path: Path) -> Path:
     shutil.copytree(corpus, dest)
     shutil.copy2(corpus_manifest, dest / "PULL_MANIFEST.json")
     return dest
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshLab]:
+    """Real OpenSSH servers on 127.0.0.1 (``box``, ``box-closed`` ... in ``lab.ssh_config``)."""
+    if os.geteuid() != 0:
+        pytest.skip("the sshd fixture runs sshd as root (it logs in as the current user)")
+    if sshd_binary() is None:
+        pytest.skip("OpenSSH server missing: apt-get install -y openssh-server")
+    lab = start_lab(tmp_path_factory.mktemp("pull-sshlab"))
+    yield lab
+    close_all()
+    lab.stop()

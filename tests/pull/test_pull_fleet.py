@@ -5,28 +5,12 @@ host is a row with its reason and the others complete; one ledger line per host.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import yaml
 from pulllab import MiB, make_box, rentcheck
 
-from rentcheck.box.transport import close_all
-from tests.box.sshdkit import SshLab, sshd_binary, start_lab
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshLab]:
-    if os.geteuid() != 0:
-        pytest.skip("the sshd fixture runs sshd as root (it logs in as the current user)")
-    if sshd_binary() is None:
-        pytest.skip("OpenSSH server missing: apt-get install -y openssh-server")
-    lab = start_lab(tmp_path_factory.mktemp("pull-fleet-sshlab"))
-    yield lab
-    close_all()
-    lab.stop()
+from tests.box.sshdkit import SshLab
 
 
 def _rows(out: str) -> dict[str, str]:

@@ -14,33 +14,19 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rentcheck.box.transport import close_all
-from tests.box.sshdkit import SshLab, sshd_binary, start_lab
+from tests.box.sshdkit import SshLab
 
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="tinytrain needs torch"
 )
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshLab]:
-    if os.geteuid() != 0:
-        pytest.skip("the sshd fixture runs sshd as root (it logs in as the current user)")
-    if sshd_binary() is None:
-        pytest.skip("OpenSSH server missing: apt-get install -y openssh-server")
-    lab = start_lab(tmp_path_factory.mktemp("teardown-sshlab"))
-    yield lab
-    close_all()
-    lab.stop()
 
 
 def _train_on_box(lab: SshLab, run: Path, steps: int) -> None:

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,6 @@ from pulllab import (
     wait_for,
 )
 
-from rentcheck.box.transport import close_all
 from tests.box.sshdkit import SshLab, sshd_binary, start_lab
 
 HAS_RSYNC = shutil.which("rsync") is not None
@@ -34,18 +32,6 @@ METHODS = [
     pytest.param("rsync", marks=pytest.mark.skipif(not HAS_RSYNC, reason="rsync not installed")),
     "ranged",
 ]
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshLab]:
-    if os.geteuid() != 0:
-        pytest.skip("the sshd fixture runs sshd as root (it logs in as the current user)")
-    if sshd_binary() is None:
-        pytest.skip("OpenSSH server missing: apt-get install -y openssh-server")
-    lab = start_lab(tmp_path_factory.mktemp("pull-sshlab"))
-    yield lab
-    close_all()
-    lab.stop()
 
 
 def _same_tree(a: Path, b: Path) -> None:
