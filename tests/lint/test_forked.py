@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -318,26 +317,45 @@ def test_a_failing_worker_is_reported_at_once_and_the_others_stopped(
     assert not finished.exists()  # the busy workers were killed (and reaped) by then
 
 
-def test_a_ctrl_c_right_after_a_fork_still_stops_and_reaps_that_worker(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+_CTRL_C_AFTER_FORK = """
+import os, signal, threading, time
+from rentcheck.lint.forked import fork_map
+real_fork, started = os.fork, []
+def fork_then_ctrl_c():
+    pid = real_fork()
+    if pid:
+        started.append(pid)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # raised at once, unless
+    return pid  # the thread blocks it
+os.fork = fork_then_ctrl_c
+try:
+    fork_map(lambda i: time.sleep(0.01) or i, list(range(1000)), 2)
+except KeyboardInterrupt:
+    print("interrupted")
+assert started
+for pid in started:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+        print("leaked", pid)
+    except ChildProcessError:
+        print("reaped", pid)  # already reaped by fork_map
+"""
+
+
+def test_a_ctrl_c_right_after_a_fork_still_stops_and_reaps_that_worker() -> None:
     """SIGINT landing in the parent between fork() returning and the worker being recorded:
-    the interrupt is raised, and that worker is stopped and reaped like the others. (Sent to
-    this thread: under pytest-xdist other threads exist, and a signal sent to the process
-    may be taken by one of those, which the mask of fork_map's thread does not cover.)"""
-    real_fork, started = os.fork, []
-
-    def fork_then_ctrl_c() -> int:
-        pid = real_fork()
-        if pid:
-            started.append(pid)
-            signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # raised at once, unless
-        return pid  # the thread blocks it
-
-    monkeypatch.setattr(os, "fork", fork_then_ctrl_c)
-    with pytest.raises(KeyboardInterrupt):
-        fork_map(lambda i: time.sleep(0.01) or i, list(range(1000)), 2)
-    assert started
-    for pid in started:
-        with pytest.raises(ChildProcessError):  # already reaped by fork_map
-            os.waitpid(pid, os.WNOHANG)
+    the interrupt is raised, and that worker is stopped and reaped like the others. Run in a
+    fresh interpreter, as the CLI runs: Python raises KeyboardInterrupt in the main thread
+    only, and under pytest-xdist the test's thread and the signal's handling were not always
+    the same (a CI flake: "DID NOT RAISE")."""
+    run = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_AFTER_FORK],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.split()
+    assert lines[0] == "interrupted", run.stdout
+    assert "leaked" not in lines and lines.count("reaped") >= 1, run.stdout
