@@ -8,9 +8,11 @@ and returns every console message, uncaught exception and browser log entry at e
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -59,6 +61,7 @@ class _Pipe:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             pass_fds=(to_child_r, from_child_w),
+            start_new_session=True,  # its own group: close() ends the helpers with it
         )
         os.close(to_child_r)
         os.close(from_child_w)
@@ -114,12 +117,23 @@ class _Pipe:
         return decoded
 
     def close(self) -> None:
-        self.proc.terminate()
+        # The whole group: chromium's renderer and crash helpers outlive the browser process
+        # and kept writing into the profile while it was removed ("Directory not empty").
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the helpers too, before the profile goes
+            try:
+                os.killpg(self.proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
         os.close(self._to_child)
         os.close(self._from_child)
 
