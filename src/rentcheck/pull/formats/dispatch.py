@@ -73,7 +73,7 @@ def looks_like_pickle(head: bytes, *, size: int, named: bool = True) -> bool:
     end exactly at the end of the file, so prose that happens to parse is not taken for one.
     """
     if len(head) >= 2 and head[0] == 0x80 and head[1] <= 5:
-        return True
+        return named or not _fails_before_any_import(head, size)
     if not head or head[:1] not in b"(]}c)NIS":
         return False
     count = 0
@@ -89,6 +89,30 @@ def looks_like_pickle(head: bytes, *, size: int, named: bool = True) -> bool:
             # cut off by the end of ``head`` (not by a bad byte) in a longer file
             ran_out = stream.tell() >= len(head) - 64
             return named and count >= 4 and size > len(head) and ran_out
+    return False  # pragma: no cover - genops raises before running out
+
+
+#: The opcodes through which pickle.load reaches code: imports, calls, BUILD's __setstate__.
+_REACHING = frozenset(
+    ("GLOBAL", "STACK_GLOBAL", "INST", "OBJ", "REDUCE", "NEWOBJ", "NEWOBJ_EX", "BUILD",
+     "EXT1", "EXT2", "EXT4", "PERSID", "BINPERSID")
+)  # fmt: skip
+
+
+def _fails_before_any_import(head: bytes, size: int) -> bool:
+    """Whether pickle.load of a stream beginning with ``head`` raises on a bad byte inside it
+    before any opcode that imports or calls: binary data that happens to begin with a PROTO
+    opcode (6 in 65,536 random files do), which nobody can load and which runs nothing.
+    ``head`` is the whole file when ``size`` is no longer: then running out is failing too."""
+    stream = io.BytesIO(head)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            for op, _, _ in pickletools.genops(stream):
+                if op.name in _REACHING or op.name == "STOP":
+                    return False
+        except GENOPS_ERRORS:
+            return size <= len(head) or stream.tell() < len(head) - 64  # not cut by ``head``
     return False  # pragma: no cover - genops raises before running out
 
 
