@@ -207,3 +207,35 @@ def test_binary_data_that_begins_like_a_pickle_is_data(tmp_path: Path) -> None:
     (tmp_path / "tiny.dat").write_bytes(bytes([0x80, 3]) + b"(]")
     verdict, findings = verify_file(tmp_path / "tiny.dat")
     assert (verdict.kind, findings) == ("data", [])
+
+
+def test_tar_headers_are_recognised_as_tarfile_reads_them() -> None:
+    # torch.load tries tarfile first; its header check accepts a base-256 or signed/underscored
+    # octal checksum as well as the usual one, and a flipped byte anywhere breaks it.
+    from rentcheck.pull.formats.dispatch import _is_tar
+
+    rng = random.Random(3)  # noqa: S311 - test data
+    seen = set()
+    for i in range(400):
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as t:
+            info = tarfile.TarInfo("sys_info" if i % 2 else "x" * (1 + i % 90))
+            info.size = 3
+            t.addfile(info, io.BytesIO(b"abc"))
+        head = bytearray(out.getvalue()[:512])
+        total = 256 + sum(head[:148]) + sum(head[156:])
+        form = i % 4
+        if form == 1:
+            head[rng.randrange(512)] ^= 1 << rng.randrange(8)
+        elif form == 2:
+            head[148:156] = b"\x80" + total.to_bytes(7, "big")
+        elif form == 3:
+            head[148:156] = (b" +%o\0" % total).ljust(8, b"\0")
+        try:
+            tarfile.TarInfo.frombuf(bytes(head), "utf-8", "surrogateescape")
+            accepted = True
+        except tarfile.HeaderError:
+            accepted = False
+        assert _is_tar(bytes(head)) == accepted, (form, bytes(head[148:156]))
+        seen.add(accepted)
+    assert seen == {True, False}

@@ -117,3 +117,34 @@ def test_progress_counts_every_file_of_a_real_verification(pulled: Path) -> None
     assert result.findings == ()
     assert count.want[1] == count.files == len(result.files) > 10
     assert count.nbytes == result.bytes_read == count.want[0] > 3 * 1024 * 1024
+
+
+@pytest.mark.parametrize("size", [4096, 3 * 1024 * 1024])  # one read, and chunked reads
+def test_a_file_changed_or_replaced_after_it_was_listed_is_not_judged(
+    tmp_path: Path, size: int
+) -> None:
+    from rentcheck.pull.filecheck import CheckOptions, read_pass
+    from rentcheck.pull.walk import LocalFile, iter_tree
+
+    for name in ("grown", "rewritten", "replaced", "same"):
+        (tmp_path / name).write_bytes(os.urandom(size))
+    listed = {f.rel: f for f in iter_tree(tmp_path) if isinstance(f, LocalFile)}
+    with open(tmp_path / "grown", "ab") as f:
+        f.write(b"more")
+    data = os.urandom(size)
+    with open(tmp_path / "rewritten", "r+b") as f:  # same size, new bytes and mtime
+        f.write(data)
+    os.utime(tmp_path / "rewritten", ns=(1, listed["rewritten"].mtime_ns + 10**9))
+    (tmp_path / "other").write_bytes(os.urandom(size))
+    os.replace(tmp_path / "other", tmp_path / "replaced")  # another inode under the name
+    opts = CheckOptions(False, (), 1024 * 1024)
+    said = {}
+    for rel in ("grown", "rewritten", "replaced", "same"):
+        out = read_pass(listed[rel], opts)
+        said[rel] = [i.message for i in out.issues]
+        if rel != "same":
+            assert [i.code for i in out.issues] == ["RC520"], rel
+    assert "changed while it was being verified" in said["grown"][0]
+    assert "changed while it was being verified" in said["rewritten"][0]
+    assert "replaced by something else" in said["replaced"][0]
+    assert said["same"] == []

@@ -19,8 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from rentcheck.pull.filecheck import CheckOptions, Outcome, check_one
-from rentcheck.pull.manifest import ManifestEntry
+from rentcheck.pull.filecheck import CheckOptions, Expected, Outcome, check_one
 from rentcheck.pull.walk import LocalFile
 
 __all__ = ["BigFiles"]
@@ -28,7 +27,7 @@ __all__ = ["BigFiles"]
 WINDOW = 1024
 START_WAIT = 0.05
 
-_Item = tuple[int, int, LocalFile, "int | None", "ManifestEntry | None"]
+_Item = tuple[int, int, LocalFile, "int | None", "Expected | None"]
 
 
 class BigFiles:
@@ -51,7 +50,7 @@ class BigFiles:
         self._error: BaseException | None = None
         self._threads: list[threading.Thread] = []
 
-    def put(self, lf: LocalFile, at: int | None, expected: ManifestEntry | None) -> None:
+    def put(self, lf: LocalFile, at: int | None, expected: Expected | None) -> None:
         with self._cond:
             while len(self._heap) >= WINDOW and self._error is None:
                 self._cond.wait()

@@ -9,7 +9,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rentcheck.model import Finding, Severity
 from rentcheck.pull.deep import DEEP_KINDS, deep_check
@@ -36,6 +36,7 @@ from rentcheck.pull.walk import LocalFile
 __all__ = [
     "CHUNK_SIZE",
     "CheckOptions",
+    "Expected",
     "FileVerdict",
     "Outcome",
     "check_one",
@@ -58,8 +59,7 @@ OnRead = Callable[[int], None] | None  # told the byte count of each read
 OnProgress = Callable[..., None]
 
 
-@dataclass(frozen=True, slots=True)
-class FileVerdict:
+class FileVerdict(NamedTuple):  # a tuple: one per file, at a fraction of a dataclass's cost
     path: str
     size: int
     mtime_ns: int
@@ -67,6 +67,17 @@ class FileVerdict:
     kind: str  # safetensors | torch-zip | torch-legacy | pickle | json | jsonl | yaml | data | ...
     tensors: int
     errors: int  # error-level findings for this file
+
+
+class Expected(NamedTuple):
+    """What the manifest says of a file: its size and its raw 32-byte SHA-256."""
+
+    size: int
+    sha256: bytes | bytearray  # a slice of the roster's digest column
+
+    @classmethod
+    def of(cls, entry: ManifestEntry) -> Expected:
+        return cls(entry.size, bytes.fromhex(entry.sha256))
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,7 @@ class Outcome:
     tensor_names: frozenset[str] = frozenset()
     index: object = None
     read: int = 0
+    digest: bytes = b""  # the raw SHA-256 of what was read (empty: not read to the end)
 
 
 def to_finding(issue: Issue, path: str | None) -> Finding:
@@ -135,20 +147,33 @@ def _pipelined(
 
 
 def read_pass(lf: LocalFile, opts: CheckOptions) -> Outcome:
-    """Open (safely), read once, hash and validate."""
+    """Open (safely), read once, hash and validate.
+
+    A small file is read first and ``fstat``-ed after: it is what was listed (the same
+    regular file, size and mtime as the walk's ``lstat``) or it is not judged, and a read
+    never goes past one buffer. A larger file is ``fstat``-ed before it is read, since a
+    device or FIFO in its place could be read from forever.
+    """
     try:
         fd = os.open(lf.path, _O_FLAGS)
     except OSError as exc:
         return _unreadable(lf, f"cannot open: {exc.strerror}")
     try:
+        if lf.size <= min(opts.chunk, INLINE_CHUNK):
+            return _read_small(lf, fd, opts)
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (lf.dev, lf.ino):
-            return _unreadable(lf, "replaced by something else after it was listed; not read")
-        if st.st_size <= min(opts.chunk, INLINE_CHUNK):
-            return _read_small(lf, fd, st, opts)
+        if not _is_listed(lf, st):
+            return _unreadable(lf, _REPLACED)
         return _read_chunked(lf, fd, st, opts)
     finally:
         os.close(fd)
+
+
+_REPLACED = "replaced by something else after it was listed; not read"
+
+
+def _is_listed(lf: LocalFile, st: os.stat_result) -> bool:
+    return stat.S_ISREG(st.st_mode) and st.st_ino == lf.ino and st.st_dev == lf.dev
 
 
 _SMALL = threading.local()
@@ -162,34 +187,37 @@ def _small_buffer() -> bytearray:
     return buf
 
 
-def _read_small(lf: LocalFile, fd: int, st: os.stat_result, opts: CheckOptions) -> Outcome:
+def _read_small(lf: LocalFile, fd: int, opts: CheckOptions) -> Outcome:
     """A file that fits one buffer: one read sized to it, every pass over that one piece.
 
     No pooled buffers, no hasher object, no file object: most of a small file's cost was
-    that bookkeeping, not the bytes. A file that grew or changed after the ``fstat`` is caught
-    by the count read and the ``fstat`` after.
+    that bookkeeping, not the bytes. The ``fstat`` after the read settles that the bytes are
+    the listed file's, whole: same inode, size and mtime as listed, and no more than read.
     """
     buf = _small_buffer()
     try:
-        n = os.readv(fd, [buf]) if st.st_size else 0
+        n = os.readv(fd, [buf]) if lf.size else 0
         after = os.fstat(fd)
     except OSError as exc:
         return _unreadable(lf, f"read failed: {exc.strerror}")
+    if not _is_listed(lf, after):
+        return _unreadable(lf, _REPLACED)
     with memoryview(buf) as view, view[:n] as piece:
-        choice = _choose(lf, st, bytes(piece[:512]), fd, opts)
+        choice = _choose(lf, lf.size, bytes(piece[:512]), fd, opts)
         if n and choice.validator is not None:
             choice.validator.feed(piece)
-        digest = hashlib.sha256(piece).hexdigest()
+        sha = hashlib.sha256(piece)
     if opts.progress is not None:
         opts.progress(n, 1)
-    return _outcome(lf, st, after, n, digest=digest, choice=choice, policy=opts.policy)
+    listed = (lf.size, lf.mtime_ns)
+    return _outcome(lf, listed, after, n, sha.digest(), choice=choice, policy=opts.policy)
 
 
-def _choose(lf: LocalFile, st: os.stat_result, head: bytes, fd: int, opts: CheckOptions) -> Choice:
+def _choose(lf: LocalFile, size: int, head: bytes, fd: int, opts: CheckOptions) -> Choice:
     allowed, full_pickle = opts.policy.for_file(lf.rel)
     return choose_validator(
         lf.rel,
-        st.st_size,
+        size,
         head,
         lambda off, k: os.pread(fd, k, off),
         extra_allowed=(*opts.allowed, *allowed) if allowed else opts.allowed,
@@ -231,7 +259,7 @@ def _read_chunked(lf: LocalFile, fd: int, st: os.stat_result, opts: CheckOptions
     try:
         first = hasher.free.get()
         n = f.readinto(first)
-        choice = _choose(lf, st, bytes(first[: min(n, 512)]), fd, opts)
+        choice = _choose(lf, st.st_size, bytes(first[: min(n, 512)]), fd, opts)
         feed = choice.validator.feed if choice.validator is not None else None
         progress = None if opts.progress is None else functools.partial(opts.progress, files=0)
         if threaded:
@@ -246,34 +274,39 @@ def _read_chunked(lf: LocalFile, fd: int, st: os.stat_result, opts: CheckOptions
         f.close()
     if opts.progress is not None:
         opts.progress(0, 1)
-    return _outcome(
-        lf, st, after, total, digest=hasher.sha.hexdigest(), choice=choice, policy=opts.policy
-    )
+    digest = hasher.sha.digest()
+    listed = (lf.size, lf.mtime_ns)  # changed since it was listed: changed under the verify
+    return _outcome(lf, listed, after, total, digest, choice=choice, policy=opts.policy)
 
 
 def _outcome(
     lf: LocalFile,
-    st: os.stat_result,
+    before: tuple[int, int],
     after: os.stat_result,
     total: int,
+    digest: bytes,
     *,
-    digest: str,
     choice: Choice,
     policy: VerifyPolicy,
 ) -> Outcome:
-    issues = choice.validator.finish() if choice.validator is not None else []
-    issues = _by_path(issues, policy)
-    if (after.st_size, after.st_mtime_ns) != (st.st_size, st.st_mtime_ns) or total != st.st_size:
+    """The verdict of ``total`` bytes read with ``digest``; ``before`` is the (size, mtime)
+    the file had before the read, ``after`` its ``fstat`` once read."""
+    size, mtime_ns = before
+    validator = choice.validator
+    issues = [] if validator is None else _by_path(validator.finish(), policy)
+    if after.st_size != size or after.st_mtime_ns != mtime_ns or total != size:
         issues.append(Issue(FILE_UNREADABLE, "changed while it was being verified"))
-    tensors = choice.validator.tensors if choice.validator is not None else ()
-    verdict = FileVerdict(lf.rel, total, st.st_mtime_ns, digest, choice.kind, len(tensors), 0)
-    out = Outcome(verdict, issues, read=total)
-    if isinstance(choice.validator, (TorchZipValidator, PickleStreamValidator)):
-        out.tensor_names = choice.validator.tensor_paths
+    tensors = () if validator is None else validator.tensors
+    verdict = FileVerdict(lf.rel, total, mtime_ns, digest.hex(), choice.kind, len(tensors), 0)
+    out = Outcome(verdict, issues, read=total, digest=digest)
+    if validator is None:
+        return out
+    if isinstance(validator, (TorchZipValidator, PickleStreamValidator)):
+        out.tensor_names = validator.tensor_paths
     elif choice.kind == "safetensors":
         out.tensor_names = frozenset(t.name for t in tensors)
-    if isinstance(choice.validator, TextValidator):
-        out.index = choice.validator.value
+    if isinstance(validator, TextValidator):
+        out.index = validator.value
     return out
 
 
@@ -301,35 +334,17 @@ def _errors(issues: list[Issue]) -> int:
     return sum(RULES_BY_CODE[i.code].default_severity >= Severity.ERROR for i in issues)
 
 
-def check_one(lf: LocalFile, expected: ManifestEntry | None, opts: CheckOptions) -> Outcome:
+def check_one(lf: LocalFile, expected: Expected | None, opts: CheckOptions) -> Outcome:
     out = read_pass(lf, opts)
     v = out.verdict
     if v.kind == "pickle" and lf.rel.rsplit("/", 1)[-1] == ".metadata" and not _errors(out.issues):
         out.issues += _by_path(_dcp_issues(lf), opts.policy)
-    if v.sha256 is None and opts.progress is not None:  # not read: still one file done
-        opts.progress(0, 1)
-    if expected is not None and v.sha256 is not None:
-        if v.size != expected.size:
-            out.issues.append(
-                Issue(
-                    SIZE_MISMATCH,
-                    f"{v.size} bytes, the manifest says {expected.size}",
-                    {"expected": expected.size},
-                )
-            )
-        elif v.sha256 != expected.sha256:
-            out.issues.append(
-                Issue(
-                    DIGEST_MISMATCH,
-                    f"sha256 {v.sha256} != {expected.sha256} in the manifest",
-                    {"expected": expected.sha256},
-                )
-            )
-    errors = (
-        sum(RULES_BY_CODE[i.code].default_severity >= Severity.ERROR for i in out.issues)
-        if out.issues
-        else 0
-    )
+    if v.sha256 is None:
+        if opts.progress is not None:  # not read: still one file done
+            opts.progress(0, 1)
+    elif expected is not None and (v.size != expected.size or out.digest != expected.sha256):
+        out.issues.append(_mismatch(v, expected))
+    errors = _errors(out.issues) if out.issues else 0
     if opts.deep and v.kind in DEEP_KINDS and not errors:
         allowed, _ = opts.policy.for_file(lf.rel)
         why = deep_check(lf.path, v.kind, (*opts.allowed, *allowed))
@@ -337,8 +352,18 @@ def check_one(lf: LocalFile, expected: ManifestEntry | None, opts: CheckOptions)
             out.issues.append(Issue(DEEP_LOAD_FAILED, why))
             errors += 1
     if errors:
-        out.verdict = FileVerdict(v.path, v.size, v.mtime_ns, v.sha256, v.kind, v.tensors, errors)
+        out.verdict = v._replace(errors=errors)
     return out
+
+
+def _mismatch(v: FileVerdict, expected: Expected) -> Issue:
+    if v.size != expected.size:
+        message = f"{v.size} bytes, the manifest says {expected.size}"
+        return Issue(SIZE_MISMATCH, message, {"expected": expected.size})
+    want = expected.sha256.hex()
+    return Issue(
+        DIGEST_MISMATCH, f"sha256 {v.sha256} != {want} in the manifest", {"expected": want}
+    )
 
 
 def verify_file(
@@ -371,5 +396,5 @@ def verify_file(
         max_header,
         policy=policy,
     )
-    out = check_one(lf, expected, opts)
+    out = check_one(lf, None if expected is None else Expected.of(expected), opts)
     return out.verdict, [to_finding(issue, name) for issue in out.issues]

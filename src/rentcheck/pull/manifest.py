@@ -191,13 +191,12 @@ class Roster(Sequence[ManifestEntry]):
         """Every entry's SHA-256, 32 bytes each, in roster order (do not modify)."""
         return self._sha
 
-    def describes(self, i: int, path: str, size: int, sha256: str | None) -> bool:
-        """Entry ``i`` has exactly this path, size and (hex) SHA-256: no entry is made."""
+    def describes(self, i: int, path: str, size: int, sha256: bytes) -> bool:
+        """Entry ``i`` has exactly this path, size and (raw) SHA-256: no entry is made."""
         return (
-            sha256 is not None
-            and self._paths[i] == path
+            self._paths[i] == path
             and self._size[i] == size
-            and self._sha[32 * i : 32 * i + 32] == bytes.fromhex(sha256)
+            and self._sha[32 * i : 32 * i + 32] == sha256
         )
 
     @property

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from rentcheck.model import Finding
 from rentcheck.pull import manifest_builder as builder
-from rentcheck.pull.filecheck import to_finding
+from rentcheck.pull.filecheck import Expected, to_finding
 from rentcheck.pull.formats.base import Issue
-from rentcheck.pull.manifest import Manifest, ManifestEntry, normalize_path
+from rentcheck.pull.manifest import Manifest, normalize_path
 from rentcheck.pull.rules import (
     EMPTY_PULL,
     LEFTOVER_PARTIAL,
@@ -60,8 +60,12 @@ class RosterJoin:
             self._add(LEFTOVER_PARTIAL, msg, left.path)
             self._left_keys.add(normalize_path(left.path))
 
-    def expected(self, at: int | None) -> ManifestEntry | None:
-        return None if at is None or self._manifest is None else self._manifest.files.entry(at)
+    def expected(self, at: int | None) -> Expected | None:
+        """The size and raw digest of roster entry ``at`` (no entry object is made)."""
+        if at is None or self._manifest is None:
+            return None
+        files = self._manifest.files
+        return Expected(files.sizes[at], files.sha256_column[32 * at : 32 * at + 32])
 
     def expected_work(self, root: str) -> tuple[int, int]:
         """(files, bytes) to read: the manifest's, or without one, a walk's count."""

@@ -125,14 +125,18 @@ class Verdicts(Sequence[FileVerdict]):
         self._lock = threading.Lock()
         self._order: array[int] | None = None  # roster positions in path order, if unsorted
 
-    def record(self, v: FileVerdict, at: int | None) -> None:
-        """Keep ``v``, the verdict of roster entry ``at`` (None: a file in no roster)."""
+    def record(self, v: FileVerdict, at: int | None, digest: bytes = b"") -> None:
+        """Keep ``v``, the verdict of roster entry ``at`` (None: a file in no roster);
+        ``digest`` is its raw SHA-256 (default: from ``v.sha256``)."""
         roster = self._roster
         if at is None or roster is None:
             with self._lock:
                 self._extra.append(v)
         elif (
-            v.errors == 0 and v.tensors < 1 << 31 and roster.describes(at, v.path, v.size, v.sha256)
+            v.errors == 0
+            and v.tensors < 1 << 31
+            and v.sha256 is not None
+            and roster.describes(at, v.path, v.size, digest or bytes.fromhex(v.sha256))
         ):
             # each entry is recorded once, by one thread: its own columns need no lock
             kind = self._kinds.known.get(v.kind)

@@ -194,7 +194,7 @@ class _Sink:
 
     def take(self, out: Outcome, at: int | None) -> None:
         v = out.verdict
-        self.verdicts.record(v, at)
+        self.verdicts.record(v, at, out.digest)
         with self._lock:
             self.bytes_read += out.read
             if out.issues:

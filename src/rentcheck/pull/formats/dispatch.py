@@ -14,7 +14,7 @@ import io
 import pickletools
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from rentcheck.pull.formats.base import Issue, PRead, StreamValidator, TensorInfo
 from rentcheck.pull.formats.legacy import PickleStreamValidator, starts_with_legacy_magic
@@ -38,12 +38,11 @@ _TEXT = {".json": "json", ".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
 
 
 def suffix_of(rel: str) -> str:
-    name = rel.rsplit("/", 1)[-1].lower()
-    return name[name.rfind(".") :] if "." in name else ""
+    dot = rel.rfind(".")
+    return rel[dot:].lower() if dot > rel.rfind("/") else ""
 
 
-@dataclass(frozen=True)
-class Choice:
+class Choice(NamedTuple):  # one per file: a tuple costs a fraction of a dataclass
     # safetensors | torch-zip | torchscript | torch-legacy | torch-tar | pickle | npy | npz | json |
     # jsonl | yaml | unknown | data
     kind: str
@@ -120,12 +119,35 @@ def _is_tar(head: bytes) -> bool:
     """A tar header at byte 0: torch.load tries ``tarfile.open`` before the pickles."""
     if len(head) < 512:
         return False
-    try:
-        stored = int(head[148:156].split(b"\0", 1)[0].strip() or b"-1", 8)
-    except ValueError:
+    stored = _tar_number(head[148:156])
+    if stored is None:
         return False
     block = head[:148] + b" " * 8 + head[156:512]
-    return stored in (sum(block), sum(b - 256 if b > 127 else b for b in block))
+    unsigned = sum(block)
+    high = len(block) - len(block.translate(None, _HIGH_BYTES))
+    return stored in (unsigned, unsigned - 256 * high)  # old tars summed signed chars
+
+
+_HIGH_BYTES = bytes(range(128, 256))
+
+
+def _tar_number(field: bytes) -> int | None:
+    """A header number field as tarfile's ``nti`` reads it: base-256 after a 0x80/0xFF byte,
+    else octal text up to the first NUL (``int(..., 8)``: blanks, a sign, underscores)."""
+    if field[0] in (0x80, 0xFF):
+        value = int.from_bytes(field[1:], "big")
+        return value - 256 ** (len(field) - 1) if field[0] == 0xFF else value
+    text = field.split(b"\0", 1)[0]
+    if text.translate(None, _OCTAL_TEXT):  # a byte int() refuses: no exception raised
+        return None
+    try:
+        return int(text.decode("ascii").strip() or "0", 8)
+    except ValueError:
+        return None
+
+
+#: The bytes ``int(text.strip(), 8)`` can accept: octal digits, sign, underscore, ASCII blanks.
+_OCTAL_TEXT = b"01234567+-_ \t\n\v\f\r\x1c\x1d\x1e\x1f"
 
 
 class _Unknown:

@@ -15,10 +15,11 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from rentcheck.pathmatch import matches_any
+from rentcheck.pathmatch import matcher, matches_any
 
 __all__ = [
     "DEFAULT_NONFINITE_PATHS",
@@ -160,8 +161,14 @@ class VerifyPolicy:
         paths = tuple((nonfinite_paths or {}).items()) + DEFAULT_NONFINITE_PATHS
         return cls(tuple(dict.fromkeys(allowed)), tuple(policies), paths)
 
+    @functools.cached_property
+    def _any_file_policy(self) -> Callable[[str], bool]:
+        return matcher(tuple(policy.glob for policy in self.files))
+
     def for_file(self, rel: str) -> tuple[tuple[str, ...], bool]:
         """(the globals allowed in ``rel``, whether it is a known full pickle)."""
+        if not self._any_file_policy(rel):  # most files: one match against every glob at once
+            return self.allow_globals, False
         extra: list[str] = []
         full = False
         for policy in self.files:
