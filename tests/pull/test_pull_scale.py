@@ -258,3 +258,34 @@ def test_the_collector_pause_restores_the_previous_state(pulled: Path) -> None:
         assert not gc.isenabled()  # a caller's own pause is left alone
     finally:
         gc.enable()
+
+
+def test_a_million_file_marker_loads_in_bounded_memory(tmp_path: Path) -> None:
+    """The teardown gate reads PULL_VERIFIED.json of a million-file pull (about 170 MB: the
+    old loader stopped at 64 MiB, so any pull over about 400,000 files had "no verified
+    pull") streamed into a roster, in a subprocess whose peak RSS stays under 300 MB."""
+    n = 1_000_000
+    path = tmp_path / builder.VERIFIED_NAME
+    payload = {"schema": "rentcheck/pull-verified/v1", "run_id": "big", "verified_at": "now",
+               "manifest_sha256": SHA, "policy": {"deep": False}, "files": [],
+               "totals": {"files": n, "bytes": n}}  # fmt: skip
+    rows = ((f"run/step_{i // 1000:05d}/s_{i:07d}.png", 1, i, f"{i:064x}", "data", 0, 0)
+            for i in range(n))  # fmt: skip
+    with open(path, "wb") as f:
+        for piece in marker_dumps(payload, rows):
+            f.write(piece)
+    assert path.stat().st_size > 150_000_000
+    peak_mib = peak_rss_mib(f"""
+        from rentcheck.pull.manifest import position
+        from rentcheck.pull.marker import load_verified_marker
+        marker = load_verified_marker({str(path)!r})
+        files = marker.files
+        assert (marker.run_id, len(files), marker.raw["policy"]) == ("big", {n}, {{"deep": False}})
+        last = files[-1]
+        assert (last.path, last.size, last.mtime_ns) == ("run/step_00999/s_0999999.png", 1, {n - 1})
+        assert last.sha256 == "%064x" % ({n} - 1)
+        assert position(files, "run/step_00500/s_0500000.png") == 500_000
+        assert position(files, "run/step_00500/s_0500000.pngx") is None
+    """)
+    print(f"peak RSS {peak_mib:.0f} MiB for a {n:,}-file marker")
+    assert peak_mib < 300, peak_mib

@@ -52,6 +52,8 @@ __all__ = [
     "load_manifest",
     "normalize_path",
     "parse_manifest",
+    "position",
+    "read_roster_document",
     "validate_rel_path",
 ]
 
@@ -180,6 +182,10 @@ class Roster(Sequence[ManifestEntry]):
     @property
     def sizes(self) -> Sequence[int]:
         return self._size
+
+    @property
+    def mtimes(self) -> Sequence[int]:
+        return self._mtime
 
     @property
     def is_sorted(self) -> bool:
@@ -373,7 +379,15 @@ class _Parser:
     top-level value and each roster entry by ``raw_decode`` (C), at most ``MAX_VALUE_CHARS``
     of text at once. Also hashes the raw bytes and enforces ``MAX_MANIFEST_BYTES``."""
 
-    def __init__(self, source: IO[bytes]) -> None:
+    def __init__(
+        self, source: IO[bytes], *, what: str = "manifest", top_keys: frozenset[str] = _TOP_KEYS
+    ) -> None:
+        """``what`` names the document in errors; ``top_keys`` are its top-level keys. Any
+        other document (the verified marker) has free-form top-level values besides
+        ``files``: read as plain JSON, one value at a time."""
+        self._what = what
+        self._top_keys = top_keys
+        self._plain = None if top_keys is _TOP_KEYS else json.JSONDecoder()
         self._source = source
         self._utf8 = codecs.getincrementaldecoder("utf-8")()
         self._sha = hashlib.sha256()
@@ -395,13 +409,13 @@ class _Parser:
         start = self._read
         self._read += len(data)
         if self._read > MAX_MANIFEST_BYTES:
-            raise FormatError(f"manifest is more than {MAX_MANIFEST_BYTES} bytes")
+            raise FormatError(f"{self._what} is more than {MAX_MANIFEST_BYTES} bytes")
         self._sha.update(data)
         self._eof = not data
         try:
             text = self._utf8.decode(data, final=self._eof)
         except UnicodeDecodeError as exc:
-            raise FormatError(f"manifest is not UTF-8 (byte {start + exc.start})") from None
+            raise FormatError(f"{self._what} is not UTF-8 (byte {start + exc.start})") from None
         self._buf = self._buf[self._pos :] + text
         self._pos = 0
         return True
@@ -417,19 +431,20 @@ class _Parser:
         c = self._ws()
         if not c or c not in chars:
             found = repr(c) if c else "the end"
-            raise FormatError(f"manifest is not valid JSON: expected {chars!r}, found {found}")
+            raise FormatError(f"{self._what} is not valid JSON: expected {chars!r}, found {found}")
         self._pos += 1
         return c
 
-    def value(self) -> Any:
-        """The next JSON value, through the validating hook."""
+    def value(self, *, plain: bool = False) -> Any:
+        """The next JSON value, through the validating hook (``plain``: as it is)."""
         self._ws()
+        decoder = self._plain if plain and self._plain is not None else self._decoder
         while True:
             try:
-                value, end = self._decoder.raw_decode(self._buf, self._pos)
+                value, end = decoder.raw_decode(self._buf, self._pos)
             except (ValueError, RecursionError) as exc:
                 if len(self._buf) - self._pos > MAX_VALUE_CHARS or not self._more():
-                    raise FormatError(f"manifest is not valid JSON: {exc}") from None
+                    raise FormatError(f"{self._what} is not valid JSON: {exc}") from None
                 continue
             if end < len(self._buf) or self._eof:  # a number may go on in the next chunk
                 self._pos = end
@@ -489,8 +504,8 @@ class _Parser:
         files, leftovers = Roster(), list[Leftover]()
         if self._ws() != "{":
             if not self._ws():
-                raise FormatError("manifest is not valid JSON: it is empty")
-            raise FormatError("manifest must be a JSON object with schema, run_id, files, ...")
+                raise FormatError(f"{self._what} is not valid JSON: it is empty")
+            raise FormatError(f"{self._what} must be a JSON object with schema, run_id, files, ...")
         self._pos += 1
         if self._ws() == "}":
             raise FormatError("empty object where the schema has none")
@@ -498,8 +513,8 @@ class _Parser:
             self._ws()
             key = self.value()
             if not isinstance(key, str):
-                raise FormatError("manifest is not valid JSON: object keys must be strings")
-            if key not in _TOP_KEYS:
+                raise FormatError(f"{self._what} is not valid JSON: object keys must be strings")
+            if key not in self._top_keys and self._plain is None:
                 raise FormatError(f"unexpected object with keys {[key]}")
             if key in top:
                 raise FormatError(f"duplicate key in object with keys {sorted(top)[:8]}")
@@ -510,6 +525,8 @@ class _Parser:
                 else:
                     self.array(Leftover, leftovers.append)
                 top[key] = None
+            elif self._plain is not None:
+                top[key] = self.value(plain=True)
             else:
                 top[key] = self.value()
                 if isinstance(top[key], list):
@@ -517,7 +534,7 @@ class _Parser:
             if self._expect(",}") == "}":
                 break
         if self._ws():
-            raise FormatError("manifest is not valid JSON: extra data after the object")
+            raise FormatError(f"{self._what} is not valid JSON: extra data after the object")
         return top, files, leftovers
 
 
@@ -550,6 +567,26 @@ def _parse(source: IO[bytes]) -> Manifest:
             raise FormatError(f"totals {totals} do not match the files ({want})")
     created = _created(top["created_at"])
     return Manifest(run_id, created, host, files, tuple(leftovers), parser.digest, tool)
+
+
+def position(roster: Roster, path: str) -> int | None:
+    """Where ``roster`` lists exactly ``path`` (not only its NFC twin), or None."""
+    at = roster.find(normalize_path(path))
+    return at if at is not None and roster.paths[at] == path else None
+
+
+def read_roster_document(
+    source: IO[bytes], what: str
+) -> tuple[dict[str, Any], Roster, list[Leftover], str]:
+    """Another document with a ``files`` roster of manifest entries (the verified marker):
+    (its other top-level values as plain JSON, the roster in columns, leftovers, the SHA-256
+    of its bytes), streamed like a manifest, so a million entries cost the roster's memory.
+    Raises FormatError."""
+    parser = _Parser(source, what=what, top_keys=frozenset())
+    with collector_paused():
+        top, files, leftovers = parser.document()
+    _check_roster(files, leftovers)
+    return top, files, leftovers, parser.digest
 
 
 def parse_manifest(data: bytes) -> Manifest:

@@ -16,14 +16,13 @@ from typing import Any
 from rentcheck.errors import FormatError, GateError
 from rentcheck.model import Finding, Severity
 from rentcheck.pull import manifest_builder as builder
-from rentcheck.pull.manifest import validate_rel_path
+from rentcheck.pull.manifest import MAX_MANIFEST_BYTES, Roster, read_roster_document
 from rentcheck.pull.rules import RULES_BY_CODE, VERIFIED_MARKER_STALE
 from rentcheck.pull.verdicts import Row, Verdicts, rows_of
 from rentcheck.pull.verify import FileVerdict, VerifyResult
 
 __all__ = [
     "VERIFIED_SCHEMA",
-    "VerifiedFile",
     "VerifiedMarker",
     "load_verified_marker",
     "marker_drift",
@@ -34,20 +33,12 @@ VERIFIED_SCHEMA = "rentcheck/pull-verified/v1"
 
 
 @dataclass(frozen=True)
-class VerifiedFile:
-    path: str
-    size: int
-    mtime_ns: int
-    sha256: str
-
-
-@dataclass(frozen=True)
 class VerifiedMarker:
     run_id: str
     manifest_sha256: str
     verified_at: str
-    files: tuple[VerifiedFile, ...]
-    raw: Mapping[str, Any]
+    files: Roster  # path, size, mtime_ns, sha256 of every verified file, in path order
+    raw: Mapping[str, Any]  # the other top-level values (``files`` is None here)
 
 
 def _version() -> str:
@@ -147,28 +138,31 @@ def _dumps(payload: Mapping[str, Any], rows: Iterable[Row]) -> Iterator[bytes]:
 
 
 def load_verified_marker(path: str | os.PathLike[str]) -> VerifiedMarker:
-    """Parse a marker (FormatError if it is missing or not a rentcheck/pull-verified/v1)."""
+    """Parse a marker (FormatError if it is missing or not a rentcheck/pull-verified/v1).
+
+    Streamed like a manifest, its files into a roster in columns: a marker of a million files
+    (about 170 MB of JSON) loads in the roster's memory, not as a million dicts."""
+    shown = os.fspath(path)
     try:
         with open(path, "rb") as f:
-            raw = json.loads(f.read(64 * 1024 * 1024))
-    except (OSError, ValueError, RecursionError) as exc:
+            if os.fstat(f.fileno()).st_size > MAX_MANIFEST_BYTES:
+                raise FormatError(f"{shown!r} is more than {MAX_MANIFEST_BYTES} bytes")
+            top, files, leftovers, _ = read_roster_document(f, "marker")
+    except OSError as exc:
         raise FormatError(
-            f"cannot read {os.fspath(path)!r}: {exc}", "run `rentcheck verify` first"
+            f"cannot read {shown!r}: {exc.strerror}", "run `rentcheck verify` first"
         ) from None
-    if not isinstance(raw, dict) or raw.get("schema") != VERIFIED_SCHEMA:
-        raise FormatError(f"{os.fspath(path)!r} is not a {VERIFIED_SCHEMA} marker")
-    try:
-        files = tuple(
-            VerifiedFile(
-                validate_rel_path(e["path"]), int(e["size"]), int(e["mtime_ns"]), str(e["sha256"])
-            )
-            for e in raw["files"]
-        )
-        return VerifiedMarker(
-            str(raw["run_id"]), str(raw["manifest_sha256"]), str(raw["verified_at"]), files, raw
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise FormatError(f"{os.fspath(path)!r} is damaged: {exc!r}") from None
+    except FormatError as exc:
+        raise FormatError(
+            f"cannot read {shown!r}: {exc.message}", "run `rentcheck verify` first"
+        ) from None
+    if top.get("schema") != VERIFIED_SCHEMA:
+        raise FormatError(f"{shown!r} is not a {VERIFIED_SCHEMA} marker")
+    fields = [top.get(k) for k in ("run_id", "manifest_sha256", "verified_at")]
+    if leftovers or not all(isinstance(v, str) for v in fields) or "files" not in top:
+        raise FormatError(f"{shown!r} is damaged: it lacks run_id, manifest_sha256, files ...")
+    run_id, manifest_sha256, verified_at = (str(v) for v in fields)
+    return VerifiedMarker(run_id, manifest_sha256, verified_at, files, top)
 
 
 def marker_drift(local_root: str | os.PathLike[str], marker: VerifiedMarker) -> list[Finding]:

@@ -20,7 +20,7 @@ from rentcheck import record
 from rentcheck.errors import FormatError
 from rentcheck.model import Finding, Severity
 from rentcheck.pull import manifest_builder as builder
-from rentcheck.pull.manifest import Manifest, load_manifest
+from rentcheck.pull.manifest import Manifest, load_manifest, position
 from rentcheck.pull.marker import VerifiedMarker, load_verified_marker, marker_drift
 from rentcheck.pull.rules import RULES_BY_CODE as RULES_BY_CODE_PULL
 from rentcheck.pull.rules import VERIFIED_MARKER_STALE
@@ -216,13 +216,15 @@ def read_box_now(
     from rentcheck.pull.remote_roster import hash_files, stat_roster
 
     tree = stat_roster(box, root, timeout=timeout)
-    verified = {f.path for f in marker.files}
-    then = {} if pulled is None else {e.path: (e.size, e.mtime_ns) for e in pulled.files}
-    wanted = [
-        path
-        for path, f in tree.files.items()
-        if path in verified and (rehash or then.get(path) != (f.size, f.mtime_ns))
-    ]
+    verified, then = marker.files, None if pulled is None else pulled.files
+    wanted = []
+    for path, f in tree.files.items():
+        if position(verified, path) is None:
+            continue  # not verified: added on the box, named without hashing
+        at = None if then is None else position(then, path)
+        known = None if then is None or at is None else (then.sizes[at], then.mtimes[at])
+        if rehash or known != (f.size, f.mtime_ns):
+            wanted.append(path)
     hashed = hash_files(box, root, wanted, timeout=timeout)
     files: dict[str, tuple[int, int, str | None]] = {}
     for path, f in tree.files.items():
@@ -274,10 +276,11 @@ def check_teardown(
     changed: list[str] = []
     gone: list[str] = []
     if marker is not None and now is not None:
-        then = {f.path: f.sha256 for f in marker.files}
+        then = marker.files
         for rel in sorted(now.files):
             size, _, sha = now.files[rel]
-            if rel not in then:
+            at = position(then, rel)
+            if at is None:
                 added.append(rel)
                 findings.append(
                     _finding(
@@ -294,13 +297,13 @@ def check_teardown(
                 findings.append(
                     _finding(MANIFEST_CHANGED, message, rel, change="writing", where=now.where)
                 )
-            elif sha is not None and sha != then[rel]:
+            elif sha is not None and sha != (verified_sha := then.entry(at).sha256):
                 changed.append(rel)
                 findings.append(
                     _finding(
                         MANIFEST_CHANGED,
                         f"changed on the box since the pull (sha256 {sha[:12]}... now, "
-                        f"{then[rel][:12]}... verified)",
+                        f"{verified_sha[:12]}... verified)",
                         rel,
                         change="changed",
                         where=now.where,
@@ -317,7 +320,7 @@ def check_teardown(
                     where=now.where,
                 )
             )
-        gone = sorted(set(then) - set(now.files))
+        gone = sorted(path for path in then.paths if path not in now.files)
     if marker is not None:
         drift = marker_drift(root, marker)
         if rehash:
