@@ -219,13 +219,13 @@ def test_an_exception_that_does_not_unpickle_keeps_its_text(no_workers_left: Non
 def test_a_worker_killed_while_answering_is_named_not_a_pickle_error(
     monkeypatch: pytest.MonkeyPatch, no_workers_left: None
 ) -> None:
-    real_write = forked._write_all
+    real_write = forked.write_all
 
     def half_then_die(fd: int, data: bytes) -> None:  # runs in the worker (inherited)
         real_write(fd, data[: len(data) // 2])
         os.kill(os.getpid(), signal.SIGKILL)
 
-    monkeypatch.setattr(forked, "_write_all", half_then_die)
+    monkeypatch.setattr(forked, "write_all", half_then_die)
     with pytest.raises(WorkerError, match="killed by SIGKILL"):
         fork_map(lambda i: "x" * 1000, list(range(100)), 2)
 

@@ -39,7 +39,14 @@ if TYPE_CHECKING:
     T = TypeVar("T")
     R = TypeVar("R")
 
-__all__ = ["WorkerError", "fork_map"]
+__all__ = [
+    "WorkerError",
+    "describe_end",
+    "fork_map",
+    "pickled_failure",
+    "stop_child",
+    "write_all",
+]
 
 _RECORD = 4  # bytes per task number
 _MAX_TASKS = 4096 // _RECORD  # one page: what the smallest pipe holds without blocking
@@ -100,7 +107,7 @@ def fork_map(
         for pid, fd in children:  # only left when the parent is interrupted or fails
             with contextlib.suppress(OSError):
                 os.close(fd)
-            _stop(pid)
+            stop_child(pid)
 
 
 def _start(
@@ -135,7 +142,7 @@ def _start(
                 _serve(function, items, tasks, task_fd, result_write, parent=parent)
             except BaseException as exc:  # noqa: BLE001 - before serving: still tell the parent
                 with contextlib.suppress(BaseException):
-                    _write_all(result_write, _pickled_failure(exc))
+                    write_all(result_write, pickled_failure(exc))
             finally:
                 os._exit(_FAILED)
         children.append((pid, result_read))
@@ -184,11 +191,13 @@ def _answer(payload: bytes, status: int | None) -> tuple[bool, Any, str]:
 
     clean = status is None or (os.WIFEXITED(status) and os.WEXITSTATUS(status) in (0, _FAILED))
     if not clean or not payload:
-        raise WorkerError(f"a worker process {_ended(status)} before it answered")
+        raise WorkerError(f"a worker process {describe_end(status)} before it answered")
     try:
         ok, value, remote = pickle.loads(payload)  # noqa: S301 - our own child's answer
     except Exception as exc:
-        raise WorkerError(f"a worker process {_ended(status)} with an unreadable answer") from exc
+        raise WorkerError(
+            f"a worker process {describe_end(status)} with an unreadable answer"
+        ) from exc
     return bool(ok), value, str(remote)
 
 
@@ -216,9 +225,9 @@ def _serve(
             payload = pickle.dumps((True, done, ""), protocol=pickle.HIGHEST_PROTOCOL)
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
             code = _FAILED
-            payload = _pickled_failure(exc)
+            payload = pickled_failure(exc)
         _flush_std_streams()  # what the function printed, before os._exit drops it
-        _write_all(result_fd, payload)
+        write_all(result_fd, payload)
     finally:
         os._exit(code)
 
@@ -233,7 +242,7 @@ def _next_task(fd: int) -> int | None:
     return int.from_bytes(record, "little")
 
 
-def _pickled_failure(exc: BaseException) -> bytes:
+def pickled_failure(exc: BaseException) -> bytes:
     """The exception and its traceback's text (a pickled exception loses its traceback).
     An exception that does not survive pickling (a local class; an ``__init__`` whose
     arguments are not its ``args``) is sent as a WorkerError with its text instead."""
@@ -256,13 +265,13 @@ def _flush_std_streams() -> None:
             stream.flush()
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
 
 
-def _ended(status: int | None) -> str:
+def describe_end(status: int | None) -> str:
     if status is None:
         return "ended"
     if os.WIFSIGNALED(status):
@@ -277,7 +286,7 @@ def _ended(status: int | None) -> str:
     return f"exited with status {os.waitstatus_to_exitcode(status)}"
 
 
-def _stop(pid: int) -> None:
+def stop_child(pid: int) -> None:
     import signal
 
     with contextlib.suppress(ProcessLookupError):

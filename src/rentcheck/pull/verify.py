@@ -43,6 +43,7 @@ from rentcheck.pull.nogc import collector_paused
 from rentcheck.pull.readpipe import INLINE_CHUNK, BufferPool
 from rentcheck.pull.rosterjoin import RosterJoin
 from rentcheck.pull.rules import EMPTY_PULL, MANIFEST_INVALID
+from rentcheck.pull.smallpool import BATCH, Job, SmallFilePool
 from rentcheck.pull.verdicts import Verdicts
 from rentcheck.pull.walk import iter_tree
 
@@ -55,6 +56,11 @@ __all__ = [
     "verify_pull",
     "verify_tree",
 ]
+
+
+#: Roster entries from which small files are checked in forked workers: below it, starting
+#: them (a fork each, a few ms) costs more than the second core saves.
+POOL_MIN_FILES = 4096
 
 
 class Progress(Protocol):
@@ -106,13 +112,15 @@ def verify_tree(
     max_header: int = MAX_HEADER_BYTES,
     progress: Progress | None = None,
     policy: VerifyPolicy | None = None,
+    pool_min_files: int = POOL_MIN_FILES,
 ) -> VerifyResult:
     """Check ``local_root`` against ``manifest`` (or only structure/safety when it is None).
 
     ``max_header`` caps a safetensors header; ``progress`` hears the bytes as they are read.
     The tree is walked in sorted order and matched against the roster as it streams (see
     ``rosterjoin``); each file is checked as the walk reaches it; what is kept per file is a
-    few bytes of verdict (``Verdicts``) and the findings.
+    few bytes of verdict (``Verdicts``) and the findings. A roster of ``pool_min_files`` or
+    more has its small files checked in forked workers (``smallpool``), when ``jobs`` allows.
     """
     with collector_paused():
         return _verify_tree(
@@ -130,6 +138,7 @@ def verify_tree(
                 policy=policy or VerifyPolicy(),
             ),
             progress=progress,
+            pool_min_files=pool_min_files,
         )
 
 
@@ -141,6 +150,7 @@ def _verify_tree(
     expected_run_id: str | None,
     opts: CheckOptions,
     progress: Progress | None,
+    pool_min_files: int,
 ) -> VerifyResult:
     join = RosterJoin(manifest, expected_run_id)
     if progress is not None:
@@ -150,14 +160,31 @@ def _verify_tree(
     workers = max(1, jobs or min(4, os.cpu_count() or 1))
     small_limit = min(opts.chunk, INLINE_CHUNK)
     inline = dataclasses.replace(opts, pipeline=True) if workers == 1 else opts
+    pool = None  # forked before any thread starts: the large-file threads come after
+    if workers > 1 and manifest is not None and len(manifest.files) >= pool_min_files:
+        pool = SmallFilePool(workers, opts, sink.take)
+        if not len(pool):
+            pool = None  # the system allowed no fork: checked inline
     big = None if workers == 1 else BigFiles(workers, opts, sink.take)
+    batch: list[Job] = []
     try:
         for lf, at in join.stream(iter_tree(root)):
-            if big is None or lf.size <= small_limit:
-                sink.take(check_one(lf, join.expected(at), inline), at)
-            else:
+            if big is not None and lf.size > small_limit:
                 big.put(lf, at, join.expected(at))
+            elif pool is not None:
+                batch.append((lf, at, join.expected(at)))
+                if len(batch) == BATCH:
+                    pool.put(batch)
+                    batch = []
+            else:
+                sink.take(check_one(lf, join.expected(at), inline), at)
+        if pool is not None:
+            if batch:
+                pool.put(batch)
+            pool.close()
     except BaseException:
+        if pool is not None:
+            pool.close(abandon=True)
         if big is not None:
             big.close(abandon=True)
         raise
