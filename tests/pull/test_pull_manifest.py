@@ -135,3 +135,42 @@ def test_check_manifest_reports_rc501(tmp_path: Path) -> None:
     assert check_manifest(tmp_path / "missing.json")[1][0].code == "RC501"
     (tmp_path / "ok.json").write_text(json.dumps(base()))
     assert check_manifest(tmp_path / "ok.json")[1] == []
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"path": "a/b.pt", "size": 10, "mtime_ns": 1, "sha256": SHA},
+        {"path": "a/b.pt", "size": 0, "mtime_ns": -(2**63), "sha256": SHA.upper(), "blake3": SHA},
+        {"path": "a/b.pt", "size": 2**63 - 1, "mtime_ns": 2**63 - 1, "sha256": SHA},
+        {"path": "a/b.pt", "size": 2**63, "mtime_ns": 1, "sha256": SHA},
+        {"path": "a/b.pt", "size": 1, "mtime_ns": -(2**63) - 1, "sha256": SHA},
+        {"path": "a/b.pt", "size": 9999999999999999999, "mtime_ns": 1, "sha256": SHA},
+        {"path": "a/../b.pt", "size": 1, "mtime_ns": 1, "sha256": SHA},
+        {"path": "./b.pt", "size": 1, "mtime_ns": 1, "sha256": SHA},
+        {"path": "a//b.pt", "size": 1, "mtime_ns": 1, "sha256": SHA},
+        {"path": "/b.pt", "size": 1, "mtime_ns": 1, "sha256": SHA},
+        {"path": "a/", "size": 1, "mtime_ns": 1, "sha256": SHA},
+        {"path": "PULL_MANIFEST.json", "size": 1, "mtime_ns": 1, "sha256": SHA},
+        {"path": "x" * 256, "size": 1, "mtime_ns": 1, "sha256": SHA},
+        {"path": "a/b.pt", "size": 1, "mtime_ns": 1, "sha256": SHA[:-1] + "g"},
+        {"path": "caf\u00e9.pt", "size": 1, "mtime_ns": 1, "sha256": SHA},
+    ],
+)
+def test_the_builder_layout_fast_path_agrees_with_the_general_parser(entry: dict[str, Any]) -> None:
+    # The builder writes sorted keys, indented: one regex match per entry. The same entry in
+    # another key order goes through json and the validating hook: the same rows or the same
+    # error, whatever the entry holds.
+    def parse(text: str) -> object:
+        try:
+            return tuple(parse_manifest(text.encode()).files)
+        except FormatError as exc:
+            return exc.message
+
+    doc = base() | {"files": [entry], "leftovers": []}
+    doc.pop("totals")
+    builder_layout = json.dumps(doc, indent=2, sort_keys=True)
+    assert '"mtime_ns": ' in builder_layout
+    reordered = dict(reversed(list(entry.items())))
+    other = json.dumps(doc | {"files": [reordered]}, indent=2, sort_keys=False)
+    assert parse(builder_layout) == parse(other)

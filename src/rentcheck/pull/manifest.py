@@ -335,6 +335,30 @@ _PLAIN_PATH = re.compile(
 )
 
 
+#: One roster entry exactly as the builder writes it (sorted keys, indented, no escapes in the
+#: path): what ``json`` would parse to a dict the hook accepts, read without making the dict.
+#: Anything else (other key order, escapes, other number forms) takes the general path.
+_JWS = r"[ \t\n\r]*"
+_BUILDER_ENTRY = re.compile(
+    rf'\{{{_JWS}(?:"blake3":{_JWS}"([0-9a-fA-F]{{64}})",{_JWS})?'
+    rf'"mtime_ns":{_JWS}(-?(?:0|[1-9][0-9]{{0,18}})),{_JWS}'
+    rf'"path":{_JWS}"([\w.+@=,~/-]{{1,4096}})",{_JWS}'
+    rf'"sha256":{_JWS}"([0-9a-fA-F]{{64}})",{_JWS}'
+    rf'"size":{_JWS}(0|[1-9][0-9]{{0,18}}){_JWS}\}}',
+    re.ASCII,
+)
+
+
+def _plain_row(match: re.Match[str]) -> _Row | None:
+    """The row of a ``_BUILDER_ENTRY`` match that passes ``_file_entry``'s checks; None sends
+    it to the general path (which says what is wrong, if anything)."""
+    b3, mtime_text, path, sha, size_text = match.groups()
+    size, mtime = int(size_text), int(mtime_text)
+    if size >= _INT64 or not -_INT64 <= mtime < _INT64 or not _PLAIN_PATH.match(path):
+        return None
+    return path, size, mtime, sha.lower(), None if b3 is None else b3.lower()
+
+
 def _file_entry(obj: dict[str, Any]) -> _Row:
     path, size, mtime = obj.get("path"), obj.get("size"), obj.get("mtime_ns")
     sha, b3 = obj.get("sha256"), obj.get("blake3")
@@ -464,12 +488,17 @@ class _Parser:
             return
         what = "files" if kind is tuple else "leftovers"
         ws, scan = _WS.match, self._decoder.scan_once  # type: ignore[attr-defined]
+        entry = _BUILDER_ENTRY.match if kind is tuple else None
         while True:
             if len(self._buf) - self._pos < _AHEAD:
                 self._more()
             buf = self._buf
             pos = ws(buf, self._pos).end()  # type: ignore[union-attr]
-            if buf[pos : pos + 1] != "{":
+            fast = None if entry is None else entry(buf, pos)
+            item: Any = None if fast is None else _plain_row(fast)
+            if fast is not None and item is not None:  # as the builder writes it: one match
+                self._pos = fast.end()
+            elif buf[pos : pos + 1] != "{":
                 self._pos = pos
                 if self._ws() != "{":
                     raise FormatError("arrays may only hold objects (files, leftovers)")
