@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from typing import Any
@@ -453,17 +454,17 @@ def verify_and_mark(
     return run, gate, verdict
 
 
+_IS_CHECKPOINT = re.compile("safetensors|torch|pickle")
+
+
 def _what_verify_proved(result: Any) -> str:
     """What a clean verify proved: files, bytes, digests, and the checkpoints judged
     (structurally valid, safe to load, finite)."""
     from rentcheck.pull.progress import human_bytes
-    from rentcheck.pull.verdicts import rows_of
+    from rentcheck.pull.verdicts import tally
 
-    nbytes = checkpoints = tensors = 0
-    for _, size, _, _, kind, count, _ in rows_of(result.files):  # one pass, no objects made
-        nbytes += size
-        checkpoints += kind.startswith(("safetensors", "torch", "pickle"))
-        tensors += count
+    nbytes, kinds, tensors = tally(result.files)  # from the columns: no row made
+    checkpoints = sum(n for kind, n in kinds.items() if _IS_CHECKPOINT.match(kind))
     said = f"{len(result.files)} files, {human_bytes(nbytes)}, all digests match"
     if checkpoints:
         checks = "loaded with torch too" if result.deep else "safe to load"

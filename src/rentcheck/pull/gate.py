@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from rentcheck import record
@@ -12,7 +12,7 @@ from rentcheck.model import Finding, Severity
 from rentcheck.pull.filecheck import FileVerdict
 from rentcheck.pull.manifest import Roster
 from rentcheck.pull.settings import VerifySettings
-from rentcheck.pull.verdicts import Verdicts, rows_of
+from rentcheck.pull.verdicts import Row, Verdicts, rows_of
 from rentcheck.pull.verify import Progress, VerifyResult, verify_pull
 
 __all__ = ["blocking", "file_verdicts", "run_verify", "verify_summary"]
@@ -84,13 +84,8 @@ def file_verdicts(
         return "warning" if found else "ok"
 
     out: list[dict[str, Any]] = []
-    oks = 0
-    for path, size, _, sha256, kind, tensors, _ in rows_of(result.files):
+    for path, size, _, sha256, kind, tensors, _ in _listed_rows(result.files, by_path, ok_limit):
         found = by_path.get(path)
-        if not found:
-            oks += 1
-            if ok_limit is not None and oks > ok_limit:
-                continue
         out.append(
             {
                 "path": path,
@@ -133,6 +128,29 @@ def file_verdicts(
                 }
             )
     return sorted(out, key=lambda e: str(e["path"]))
+
+
+def _listed_rows(
+    files: Sequence[FileVerdict], by_path: Mapping[str, object], ok_limit: int | None
+) -> Iterator[Row]:
+    """The rows to list: every file with findings, and the first ``ok_limit`` without (all of
+    them when None), in path order; a million-file verify makes a thousand rows, not all."""
+    oks, named = 0, set()
+    rows = rows_of(files)
+    for row in rows:
+        if row[0] in by_path:
+            named.add(row[0])
+        else:
+            oks += 1
+            if ok_limit is not None and oks > ok_limit:
+                break
+        yield row
+    else:
+        return
+    if not isinstance(files, Verdicts):
+        yield from (row for row in rows if row[0] in by_path)
+        return
+    yield from files.rows_named(set(by_path) - named)
 
 
 def _unread(files: Sequence[FileVerdict], roster: Roster) -> Iterator[int]:

@@ -13,13 +13,14 @@ import heapq
 import itertools
 import threading
 from array import array
-from collections.abc import Iterator, Sequence
-from typing import overload
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple, overload
 
 from rentcheck.pull.filecheck import FileVerdict
-from rentcheck.pull.manifest import Roster
+from rentcheck.pull.manifest import Roster, normalize_path
 
-__all__ = ["FileTable", "Row", "Verdicts", "rows_of"]
+__all__ = ["FileTable", "Row", "Tally", "Verdicts", "rows_of", "tally"]
 
 _UNREAD, _AS_LISTED, _OTHER = 0, 1, 2  # Verdicts' per-entry state
 #: (path, size, mtime_ns, sha256, kind, tensors, errors): a FileVerdict's fields, in order
@@ -36,6 +37,23 @@ def rows_of(files: Sequence[FileVerdict]) -> Iterator[Row]:
     if isinstance(files, Verdicts):
         return files.rows()
     return (_as_row(v) for v in files)
+
+
+class Tally(NamedTuple):
+    """What a verification read, added up: bytes, files per kind, tensors."""
+
+    nbytes: int
+    kinds: Counter[str]
+    tensors: int
+
+
+def tally(files: Sequence[FileVerdict]) -> Tally:
+    """The verdicts added up (``Verdicts.tally`` reads its columns and makes no row)."""
+    if isinstance(files, Verdicts):
+        return files.tally()
+    return Tally(
+        sum(v.size for v in files), Counter(v.kind for v in files), sum(v.tensors for v in files)
+    )
 
 
 def _path(row: Row) -> str:
@@ -166,6 +184,35 @@ class Verdicts(Sequence[FileVerdict]):
             + sum(v.size for v in self._other.values())
             + sum(self._extra.sizes)
         )
+
+    def tally(self) -> Tally:
+        as_listed = self._state.translate(_AS_LISTED_MASK)
+        kinds = Counter(itertools.compress(self._kind, as_listed))
+        named = Counter({self._kinds.names[code]: n for code, n in kinds.items()})
+        tensors = sum(itertools.compress(self._tensors, as_listed))
+        for row in itertools.chain(
+            (_as_row(v) for v in self._other.values()), self._extra.sorted_rows()
+        ):
+            named[row[4]] += 1
+            tensors += row[5]
+        return Tally(self.total_bytes(), named, tensors)
+
+    def rows_named(self, paths: Iterable[str]) -> Iterator[Row]:
+        """The verdicts of the files named ``paths`` (roster entries by lookup, the files in
+        no roster in one pass over their table), in no particular order."""
+        roster, rest = self._roster, set()
+        for path in paths:
+            at = None if roster is None else roster.find(normalize_path(path))
+            if roster is None or at is None or roster.paths[at] != path:
+                rest.add(path)
+            elif self._state[at] == _OTHER:
+                yield _as_row(self._other[at])
+            elif self._state[at] == _AS_LISTED:
+                digest = roster.sha256_column[32 * at : 32 * at + 32].hex()
+                name = self._kinds.names[self._kind[at]]
+                yield path, roster.sizes[at], self._mtime[at], digest, name, self._tensors[at], 0
+        if rest:
+            yield from (row for row in self._extra.sorted_rows() if row[0] in rest)
 
     def rows(self) -> Iterator[Row]:
         """Every verdict as a plain tuple, in path order: what ``FileVerdict(*row)`` holds,
