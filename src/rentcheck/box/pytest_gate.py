@@ -137,9 +137,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 class AuditItem(GateItem):
-    # Set for a host of the inventory: its alias and its own audit settings.
-    inventory_host: Host | None = None
-
     def runtest(self) -> None:
         from rentcheck.box.fleet import Host
         from rentcheck.box.fleet_run import audit_host

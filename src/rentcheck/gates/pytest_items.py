@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr
     from _pytest.terminal import TerminalReporter
 
+    from rentcheck.box.fleet import Host
     from rentcheck.config import Config
     from rentcheck.gates.judge import GateResult
 
@@ -36,6 +37,8 @@ __all__ = [
 GATE_PROPERTY = "rentcheck_gate"
 HOST_PROPERTY = "rentcheck_host"
 FAILING_PROPERTY = "rentcheck_failing"
+# A further gate whose verdict the item is part of (a host's pull item also verifies).
+ALSO_PROPERTY = "rentcheck_also_gate"
 _REQUESTED = pytest.StashKey[frozenset[str]]()
 
 # The older per-gate options, each of which also asks for its gate.
@@ -65,6 +68,8 @@ class GateItem(pytest.Item):
 
     gate: str = "lint"
     host: str | None = None
+    # Set for a host of the inventory (--rentcheck-hosts): its alias, settings and selection.
+    inventory_host: Host | None = None
 
     def setup_gate(self, gate: str, host: str | None = None) -> None:
         """Attach the item to ``gate`` (call right after ``from_parent``)."""
@@ -79,6 +84,15 @@ class GateItem(pytest.Item):
                 # Every gate's item of this host on one worker (--dist loadgroup): one
                 # connection per host, the items in order on it.
                 self.add_marker(pytest.mark.xdist_group(name=host_group(host)))
+
+    def judged_config(self) -> Config:
+        """The project config, with an inventory host's own keys and select/ignore."""
+        config = load_project_config(self.config)
+        if self.inventory_host is None:
+            return config
+        from rentcheck.box.fleet import host_config
+
+        return host_config(config, self.inventory_host)
 
     def raise_if_failing(self, config: Config, result: GateResult) -> None:
         """Judge ``result`` as the CLI does; fail with its headline and finding lines."""
@@ -117,20 +131,20 @@ class TableGateItem(GateItem):
     the inventory the runner connects to its alias; the item, its findings and the ledger
     name the host by its inventory name."""
 
-    alias: str | None = None
-
     def runtest(self) -> None:
         from rentcheck.gates.run import GateRun
 
-        config = load_project_config(self.config)
+        config = self.judged_config()
         run = GateRun(config, self.gate, host=self.host, via="pytest")
+        entry = self.inventory_host
+        alias = entry.alias if entry is not None else None
         options = {
-            "host": self.alias or self.host,
+            "host": alias or self.host,
             "name": self.host,
             "ssh_config": self.config.getoption("rentcheck_ssh_config", None),
         }
         result = run.run_runner(options)
-        if self.host is not None and self.alias not in (None, self.host):
+        if self.host is not None and alias not in (None, self.host):
             from rentcheck.record import replace
 
             result.host = self.host
@@ -209,14 +223,16 @@ def add_table_items(session: pytest.Session, items: list[pytest.Item]) -> None:
     from rentcheck.gates.table import all_gates
 
     requested = requested_gates(session.config)
-    # name -> what is connected to: --rentcheck-audit HOST is both; an inventory host
-    # (--rentcheck-hosts all|TAG) is its name, reached by its alias.
-    hosts = {h: h for h in session.config.getoption("rentcheck_audit", None) or []}
+    # name -> its inventory entry: --rentcheck-audit HOST has none (it is its own alias); an
+    # inventory host (--rentcheck-hosts all|TAG) is its name, reached by its alias.
+    hosts: dict[str, Host | None] = dict.fromkeys(
+        session.config.getoption("rentcheck_audit", None) or []
+    )
     if session.config.getoption("rentcheck_hosts", None):
         from rentcheck.box.pytest_gate import inventory_hosts
 
         for entry in inventory_hosts(session.config):
-            hosts.setdefault(entry.name, entry.alias)
+            hosts.setdefault(entry.name, entry)
     for row in all_gates():
         if row.name not in requested or row.pytest_module is not None:
             continue
@@ -230,21 +246,23 @@ def add_table_items(session: pytest.Session, items: list[pytest.Item]) -> None:
             name = f"rentcheck-{row.name}" + (f"[{host}]" if host else "")
             item = TableGateItem.from_parent(session, name=name)
             item.setup_gate(row.name, host)
-            item.alias = hosts.get(host) if host else None
+            item.inventory_host = hosts.get(host) if host else None
             items.append(item)
 
 
 def order_by_phase(items: list[pytest.Item]) -> None:
-    """The gate items in lifecycle order (audit before launch before watch), in place; every
-    other item keeps its place. Under ``--dist loadgroup`` a host's worker then audits the box
-    before it watches the job."""
-    from rentcheck.gates.table import gate_named
+    """The gate items in lifecycle order (audit before launch before watch before pull; in a
+    phase, the gate table's order), in place; every other item keeps its place. Under
+    ``--dist loadgroup`` a host's worker then audits the box before it watches the job."""
+    from rentcheck.gates.table import all_gates, gate_named
 
+    order = {gate.name: index for index, gate in enumerate(all_gates())}
     places = [i for i, item in enumerate(items) if isinstance(item, GateItem)]
-    ordered = sorted(
-        (items[i] for i in places),
-        key=lambda item: gate_named(item.gate).phase_index,  # type: ignore[attr-defined]
-    )
+
+    def lifecycle(item: Any) -> tuple[int, int]:
+        return gate_named(item.gate).phase_index, order.get(item.gate, 0)
+
+    ordered = sorted((items[i] for i in places), key=lifecycle)
     for place, item in zip(places, ordered, strict=True):
         items[place] = item
 
@@ -264,12 +282,14 @@ class GateRecorder:
         if gate is None or (report.when != "call" and report.passed):
             return
         host = props.get(HOST_PROPERTY)
-        key = (str(gate), None if host is None else str(host))
-        entry = self.outcomes.setdefault(key, {"by_outcome": {}, "codes": set()})
-        entry["by_outcome"].setdefault(report.outcome, []).append(report.nodeid)
-        codes = props.get(FAILING_PROPERTY)
-        if report.failed and codes:
-            entry["codes"].update(str(codes).split(","))
+        also = [str(v) for k, v in report.user_properties if k == ALSO_PROPERTY]
+        for name in (str(gate), *also):
+            key = (name, None if host is None else str(host))
+            entry = self.outcomes.setdefault(key, {"by_outcome": {}, "codes": set()})
+            entry["by_outcome"].setdefault(report.outcome, []).append(report.nodeid)
+            codes = props.get(FAILING_PROPERTY)
+            if report.failed and codes:
+                entry["codes"].update(str(codes).split(","))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput") or not self.outcomes:
