@@ -65,6 +65,9 @@ def _settings(config: pytest.Config) -> tuple[Config, Any]:
     return rc_config, audit_settings(rc_config, overrides=overrides)
 
 
+# tryfirst: before xdist's worker hook, which adds each item's xdist_group to its node id
+# (an item made after it would be scheduled alone, away from its host's other items).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
@@ -91,7 +94,7 @@ def pytest_collection_modifyitems(
     if fleet or hosts:
         from rentcheck.gates.pytest_items import order_by_phase
 
-        order_by_phase(items)  # the table's launch/watch items of a host come after its audit
+        order_by_phase(items)  # with the other gates' items of each host (they sort too)
 
 
 def inventory_hosts(config: pytest.Config) -> list[Host]:

@@ -423,7 +423,7 @@ def verify_and_mark(
         marker = write_verified_marker(
             result,
             fail_level=verdict.fail_level,
-            allow=settings.advisory,
+            allow=settings.advisory | judged_away(result.findings, verdict),
             extra={"settings": settings.policy(), "seconds": seconds, **(marker_extra or {})},
         )
         gate.evidence["marker"] = "sha256:" + _file_sha256(str(marker))
@@ -457,6 +457,13 @@ def verify_and_mark(
         gate.headline = (f"verified: wrote {marker}",)
         gate.proved = _what_verify_proved(result)
     return run, gate, verdict
+
+
+def judged_away(findings: Any, verdict: Any) -> frozenset[str]:
+    """Codes the selection dropped everywhere (an ``ignore``, a host's too): the marker
+    lists them as advisory instead of refusing a pull its judgement passed."""
+    kept = {f.code for f in verdict.findings}
+    return frozenset(f.code for f in findings if f.code not in kept)
 
 
 def _what_verify_proved(result: Any) -> str:

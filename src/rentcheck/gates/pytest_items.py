@@ -84,6 +84,7 @@ class GateItem(pytest.Item):
                 # Every gate's item of this host on one worker (--dist loadgroup): one
                 # connection per host, the items in order on it.
                 self.add_marker(pytest.mark.xdist_group(name=host_group(host)))
+                _pin_group(self, host_group(host))
 
     def judged_config(self) -> Config:
         """The project config, with an inventory host's own keys and select/ignore."""
@@ -155,6 +156,21 @@ class TableGateItem(GateItem):
         self.raise_if_failing(config, run.with_order(result))
 
 
+def _pin_group(item: pytest.Item, group: str) -> None:
+    """Put ``@group`` on the item's node id ourselves, on an xdist worker under
+    ``--dist loadgroup``. pytest 9.2 builds node ids from a structured id, and xdist 3.8
+    still edits the old ``_nodeid`` field, so the group never reached the scheduler and a
+    host's items were spread over workers (pytest-dev/pytest-xdist#1386). A second suffix
+    from a fixed xdist is harmless: the scheduler reads the last one."""
+    if not getattr(item.config.option, "loadgroup", False) or item.nodeid.endswith("@" + group):
+        return  # not a loadgroup worker, or the suffix is there
+    try:
+        from _pytest.nodeid import coerce_node_id
+    except ImportError:  # a pytest whose node ids xdist still edits: it adds the suffix
+        return
+    item._id = coerce_node_id(f"{item.nodeid}@{group}")
+
+
 def host_group(host: str) -> str:
     """The xdist group of every item of ``host``."""
     return f"rentcheck-host-{host}"
@@ -219,7 +235,8 @@ def join_marked_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 def add_table_items(session: pytest.Session, items: list[pytest.Item]) -> None:
-    """Items for requested gates that no gate module serves (planned and plugin gates)."""
+    """Items for requested gates that no gate module serves (planned and plugin gates);
+    then, with hosts, every gate item in lifecycle order."""
     from rentcheck.gates.table import all_gates
 
     requested = requested_gates(session.config)
@@ -248,6 +265,10 @@ def add_table_items(session: pytest.Session, items: list[pytest.Item]) -> None:
             item.setup_gate(row.name, host)
             item.inventory_host = hosts.get(host) if host else None
             items.append(item)
+    if hosts:
+        # Each gate module that adds host items sorts them all: whichever hook runs last
+        # leaves every host's items in lifecycle order, audit to pull.
+        order_by_phase(items)
 
 
 def order_by_phase(items: list[pytest.Item]) -> None:
