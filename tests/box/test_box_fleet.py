@@ -235,3 +235,39 @@ def test_every_box_gate_is_an_item_per_host_on_one_connection(
     assert all(json.loads(e)["via"] == "pytest" for e in ledger if '"launch"' not in e)
     states = sorted(p.name for p in (pytester.path / ".rentcheck" / "watch").iterdir())
     assert states == [f"{name}-{session}.json" for name in ("h1", "h2", "h3-small")]
+
+
+def test_a_hosts_select_and_ignore_judge_each_of_its_gates(tmp_path: Path) -> None:
+    from rentcheck.box.fleet import host_config
+    from rentcheck.gates.judge import selection_of
+
+    (tmp_path / "rentcheck.yaml").write_text(
+        "audit: {ignore: [RC305]}\n"
+        "hosts:\n"
+        "  a: {ignore: [RC301, RC353, RC510], select: [RC3]}\n"
+        "  b: {tags: [spot]}\n"
+    )
+    config = load_config(str(tmp_path))
+    a, b = inventory(config)
+    judged = host_config(config, a)
+    audit = selection_of(judged, "audit")
+    assert audit.ignore == ("RC305", "RC301") and audit.select == ("RC3",)  # added; replaced
+    watch = selection_of(judged, "watch")
+    assert watch.ignore == ("RC353",) and watch.select == ("RC3",)  # RC3 names watch codes too
+    for section in ("pull", "verify"):  # the pull gate and the verify it runs
+        assert selection_of(judged, section).ignore == ("RC510",)
+        assert selection_of(judged, section).select == ("ALL",)  # RC3 names none of theirs
+    assert selection_of(judged, "teardown").ignore == ()
+    assert host_config(config, b).sections == config.sections  # nothing of its own
+
+
+def test_a_hosts_codes_are_checked(tmp_path: Path) -> None:
+    for given, problem in (
+        ("{ignore: [RC3O1]}", r"hosts\.a\.ignore .*'RC3O1' is no rule code.*did you mean RC301"),
+        ("{select: [RC101]}", r"hosts\.a\.select .*'RC101' is no rule code of a gate that runs"),
+        ("{ignore: RC301}", r"hosts\.a\.ignore .*must be a list of strings"),
+        ("{remote_root: 3}", r"hosts\.a\.remote_root .*must be a non-empty path"),
+    ):
+        (tmp_path / "rentcheck.yaml").write_text(f"hosts:\n  a: {given}\n")
+        with pytest.raises(ConfigError, match=problem):
+            inventory(load_config(str(tmp_path)))
