@@ -118,9 +118,58 @@ def test_one_pull_item_per_host_after_its_audit(
 def test_a_host_without_a_remote_root_is_a_usage_error(
     pytester: pytest.Pytester, tmp_path: Path
 ) -> None:
-    pytester.makefile(".yaml", rentcheck="hosts:\n  h1: {alias: local}\n")
+    pytester.makefile(".yaml", rentcheck="hosts:\n  h1: {alias: local, local_root: got}\n")
     result = pytester.runpytest_subprocess(
         *FAST, "--rentcheck-gate", "pull", "--rentcheck-hosts", "all"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*inventory host 'h1' has no remote root to pull*"])
+
+
+def test_teardown_items_per_host_after_a_pytest_pull(
+    pytester: pytest.Pytester, lab: SshLab, tmp_path: Path
+) -> None:
+    """Pull every host in one run; in the next, one teardown item per host finds the host's
+    verified pull by the same inventory keys and the pull's verify in the ledger (the manifest
+    matched), re-reads the box at its alias with its profile; a file added since fails only
+    that host."""
+    run_a = make_box(tmp_path / "run-a", {"ckpt/a.bin": 5000})
+    run_b = make_box(tmp_path / "run-b", {"ckpt/b.bin": 3000}, seed=2)
+    pytester.makefile(
+        ".yaml",
+        rentcheck=f"""
+teardown: {{profile: runpod}}
+pull: {{remote_root: "{run_a}", local_root: results}}
+hosts:
+  gpu1: {{alias: box, profile: vastai}}
+  here: {{alias: local, remote_root: "{run_b}"}}
+""",
+    )
+    pytester.makefile(".ini", pytest="[pytest]\n")
+    ssh = f"--rentcheck-ssh-config={lab.ssh_config}"
+    pulled = pytester.runpytest_subprocess(
+        *FAST, "-n", "2", "--dist", "loadgroup", "--rentcheck-gate", "pull",
+        "--rentcheck-hosts", "all", ssh,
+    )  # fmt: skip
+    pulled.assert_outcomes(passed=2)
+    args = (*FAST, "--rentcheck-gate", "teardown", "--rentcheck-hosts", "all", ssh, "-v")
+    approved = pytester.runpytest_subprocess(*args, "--rentcheck-approve")
+    approved.assert_outcomes(passed=2)
+    (run_a / "ckpt" / "later.bin").write_bytes(b"a checkpoint written after the pull")
+    later = pytester.runpytest_subprocess(*args, "--rentcheck-approve")
+    later.assert_outcomes(passed=1, failed=1)
+    later.stdout.fnmatch_lines(["*FAILED ::rentcheck-teardown?gpu1?*"])
+    later.stdout.fnmatch_lines(["ckpt/later.bin: RC802 added on the box since the pull*"])
+    unapproved = pytester.runpytest_subprocess(*args)
+    unapproved.assert_outcomes(failed=2)
+    unapproved.stdout.fnmatch_lines(  # each host's own platform, from its own profile
+        ["meter stop on vastai: destroy*", "meter stop on runpod: terminate*",
+         "here: RC804 the pull is verified * needs --approve*"]
+    )  # fmt: skip
+    ledger = [json.loads(line) for line in (pytester.path / ".rentcheck" / "ledger.jsonl").open()]
+    downs = [(e["host"], e["verdict"]) for e in ledger if e["gate"] == "teardown"]
+    assert sorted(downs[:2]) == [("gpu1", "pass"), ("here", "pass")]
+    assert sorted(downs[2:4]) == [("gpu1", "fail"), ("here", "pass")]
+    assert [e["evidence"].get("manifest") for e in ledger if e["gate"] == "verify"] == [
+        e["evidence"]["manifest"] for e in ledger if e["gate"] == "teardown"
+    ][:2]

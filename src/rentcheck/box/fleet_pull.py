@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rentcheck.box.fleet import Host
 from rentcheck.config import INVENTORY, Config, check_section_keys, section_error
 from rentcheck.errors import UsageError
 
-__all__ = ["PULL_KEYS", "PullPlace", "pull_places"]
+__all__ = ["PULL_KEYS", "PullPlace", "local_folders", "pull_places"]
 
 SECTION = "pull"
 PULL_KEYS = ("remote_root", "local_root")
@@ -48,11 +49,8 @@ def pull_places(
 ) -> list[PullPlace]:
     """Each host's remote root and local folder; a host with neither said anywhere, a host
     name that cannot be a folder, or two hosts into one folder is an error with the fix."""
-    defaults = check_section_keys(config, SECTION, PULL_KEYS)
-    for key in PULL_KEYS:
-        value = defaults.get(key)
-        if value is not None and (not isinstance(value, str) or not value):
-            raise section_error(config, SECTION, key, "must be a non-empty path")
+    defaults = _defaults(config)
+    folders = local_folders(config, hosts, local_root=local_root)
     places: list[PullPlace] = []
     for host in hosts:
         remote = remote_root or host.remote_root or defaults.get("remote_root")
@@ -62,21 +60,41 @@ def pull_places(
                 hint=f"set remote_root in [tool.rentcheck.hosts.{host.name}] (or in "
                 "[tool.rentcheck.pull] for every host), or give REMOTE_ROOT LOCAL_ROOT",
             )
+        places.append(PullPlace(host, str(remote), folders[host.name]))
+    return places
+
+
+def local_folders(
+    config: Config, hosts: Sequence[Host], *, local_root: str | None = None
+) -> dict[str, str]:
+    """host name -> the folder its pull goes to (and teardown finds it in): LOCAL_ROOT/NAME,
+    the host's ``local_root``, or ``[tool.rentcheck.pull] local_root``/NAME."""
+    default = _defaults(config).get("local_root")
+    folders: dict[str, str] = {}
+    for host in hosts:
         if local_root is not None:
-            local = os.path.join(local_root, _folder_name(host))
+            folders[host.name] = os.path.join(local_root, _folder_name(host))
         elif host.local_root is not None:
-            local = os.path.join(config.root, host.local_root)
-        elif defaults.get("local_root"):
-            local = os.path.join(config.root, str(defaults["local_root"]), _folder_name(host))
+            folders[host.name] = os.path.join(config.root, host.local_root)
+        elif default:
+            folders[host.name] = os.path.join(config.root, str(default), _folder_name(host))
         else:
             raise UsageError(
                 f"inventory host {host.name!r} has no local root to pull into",
                 hint='set local_root = "results" in [tool.rentcheck.pull] (each host into '
                 "results/NAME), or give REMOTE_ROOT LOCAL_ROOT",
             )
-        places.append(PullPlace(host, str(remote), local))
-    _refuse_shared_folders(config, places)
-    return places
+    _refuse_shared_folders(config, folders)
+    return folders
+
+
+def _defaults(config: Config) -> Mapping[str, Any]:
+    defaults = check_section_keys(config, SECTION, PULL_KEYS)
+    for key in PULL_KEYS:
+        value = defaults.get(key)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise section_error(config, SECTION, key, "must be a non-empty path")
+    return defaults
 
 
 def _folder_name(host: Host) -> str:
@@ -89,15 +107,15 @@ def _folder_name(host: Host) -> str:
     return host.name
 
 
-def _refuse_shared_folders(config: Config, places: Sequence[PullPlace]) -> None:
+def _refuse_shared_folders(config: Config, folders: Mapping[str, str]) -> None:
     seen: dict[str, str] = {}
-    for place in places:
-        key = os.path.normpath(os.path.abspath(place.local_root))
+    for name, folder in folders.items():
+        key = os.path.normpath(os.path.abspath(folder))
         if key in seen:
             raise section_error(
-                config, INVENTORY, f"{place.host.name}.local_root",
-                f"{place.local_root} is also the folder of host {seen[key]!r}: one pull "
-                "would overwrite the other's files",
+                config, INVENTORY, f"{name}.local_root",
+                f"{folder} is also the folder of host {seen[key]!r}: one pull would "
+                "overwrite the other's files",
                 "give each host its own local_root",
             )  # fmt: skip
-        seen[key] = place.host.name
+        seen[key] = name

@@ -3,9 +3,11 @@
 ``pytest --rentcheck-audit gpu-box`` adds one item per host that runs the same audit as
 ``rentcheck audit --host gpu-box`` (settings from the project's rentcheck config) and fails
 with the finding lines. ``--rentcheck-hosts all`` (or a tag) adds one item per host of the
-``[tool.rentcheck.hosts]`` inventory, each with that host's own settings; ``-k NAME`` picks one.
-The other box gates (launch, watch) get one item per host of the same inventory
-(``rentcheck.gates.pytest_items.add_table_items``). Every item of one host, whatever its gate,
+``[tool.rentcheck.hosts]`` inventory, each with that host's own settings; ``-k NAME`` picks one
+(with only later gates asked for, ``--rentcheck-gate pull`` ..., it audits nothing). The other
+box gates get one item per host of the same inventory (launch, watch:
+``rentcheck.gates.pytest_items.add_table_items``; pull, teardown:
+``rentcheck.pull.pytest_pull``). Every item of one host, whatever its gate,
 carries the host's ``xdist_group`` mark, so that ``--dist loadgroup`` keeps them on one worker,
 which then uses one connection. Tests marked
 ``rentcheck_gate("audit")`` run only when the audit gate was asked for, and get the box as the
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["AuditItem"]
 
 GATE = "audit"
+# Gates that also run per inventory host: asked for alone, --rentcheck-hosts audits nothing.
+LATER_HOST_GATES = frozenset({"launch", "watch", "pull", "verify", "teardown"})
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -75,11 +79,14 @@ def pytest_collection_modifyitems(
 
     hosts: list[str] = config.getoption("rentcheck_audit")
     fleet = inventory_hosts(config)
-    if GATE in requested_gates(config) and not hosts and not fleet:
+    requested = requested_gates(config)
+    if GATE in requested and not hosts and not fleet:
         raise pytest.UsageError(
             "the audit gate needs a box: --rentcheck-audit HOST (an ssh alias, or local), "
             "or --rentcheck-hosts all|TAG (the [tool.rentcheck.hosts] inventory)"
         )
+    if GATE not in requested and requested & LATER_HOST_GATES:
+        fleet = []  # --rentcheck-hosts with another gate asked for (pull ...): not the audit
     for host in dict.fromkeys(hosts):
         audit = AuditItem.from_parent(session, name=f"rentcheck-audit[{host}]")
         audit.setup_gate(GATE, host)

@@ -39,6 +39,8 @@ HOST_PROPERTY = "rentcheck_host"
 FAILING_PROPERTY = "rentcheck_failing"
 # A further gate whose verdict the item is part of (a host's pull item also verifies).
 ALSO_PROPERTY = "rentcheck_also_gate"
+# The manifest digest the item's pull, verify or teardown was about (the ledger's evidence).
+MANIFEST_PROPERTY = "rentcheck_manifest"
 _REQUESTED = pytest.StashKey[frozenset[str]]()
 
 # The older per-gate options, each of which also asks for its gate.
@@ -311,6 +313,8 @@ class GateRecorder:
             codes = props.get(FAILING_PROPERTY)
             if report.failed and codes:
                 entry["codes"].update(str(codes).split(","))
+            if props.get(MANIFEST_PROPERTY):
+                entry["manifest"] = str(props[MANIFEST_PROPERTY])
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput") or not self.outcomes:
@@ -327,7 +331,8 @@ class GateRecorder:
             if gate == "lint" and partial:
                 continue  # lint of some paths proves nothing about the project
             failed = outcome["by_outcome"].get("failed", [])
-            GateRun(rc_config, gate, host=host, via="pytest").record_outcome(
+            manifest = outcome.get("manifest")
+            GateRun(rc_config, gate, host=host, manifest=manifest, via="pytest").record_outcome(
                 passed=not failed and bool(outcome["by_outcome"].get("passed")),
                 failing=sorted(outcome["codes"]) or (["test"] if failed else []),
                 findings=len(failed),
