@@ -140,7 +140,7 @@ def test_pull_hosts_says_what_is_missing(tmp_path: Path) -> None:
         return res.stderr
 
     local = {"alias": "local"}
-    assert "has no remote root to pull" in pull({"a": local})
+    assert "has no remote root to pull" in pull({"a": {**local, "local_root": "got"}})
     assert "has no local root to pull into" in pull({"a": {**local, "remote_root": "/x"}})
     assert "REMOTE_ROOT LOCAL_ROOT, or neither" in pull({"a": local}, str(tmp_path))
     shared = {"a": {**local, "local_root": "same"}, "b": {**local, "local_root": "same"}}

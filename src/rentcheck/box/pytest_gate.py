@@ -49,8 +49,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="TAG",
-        help="run the audit gate on the inventory's hosts ([tool.rentcheck.hosts]): all, a tag "
-        "or a host name; one item per host; repeatable",
+        help="run the box gates asked for (the audit when none of launch, watch, pull, "
+        "verify, teardown is) on the inventory's hosts ([tool.rentcheck.hosts]): all, a tag "
+        "or a host name; one item per gate and host; repeatable",
     )
     group.addoption(
         "--rentcheck-ssh-config",
