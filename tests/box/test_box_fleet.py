@@ -271,3 +271,35 @@ def test_a_hosts_codes_are_checked(tmp_path: Path) -> None:
         (tmp_path / "rentcheck.yaml").write_text(f"hosts:\n  a: {given}\n")
         with pytest.raises(ConfigError, match=problem):
             inventory(load_config(str(tmp_path)))
+
+
+def test_hosts_of_one_box_take_turns_in_the_pool(tmp_path: Path) -> None:
+    """Two runs on one box share its pooled connection (a pull closes it when done): never at
+    the same time; other boxes still run alongside; results in inventory order."""
+    import threading
+
+    from rentcheck.box.fleet_run import HostResult, run_fleet
+
+    (tmp_path / "rentcheck.yaml").write_text(
+        "hosts:\n  a1: {alias: box-a}\n  b: {alias: box-b}\n  a2: {alias: box-a}\n"
+    )
+    config = load_config(str(tmp_path))
+    lock = threading.Lock()
+    busy: dict[str, int] = {}
+    most: dict[str, int] = {}
+    both = threading.Barrier(2, timeout=5)  # box-a and box-b must be able to overlap
+
+    def one(project: object, host: Host) -> HostResult:
+        with lock:
+            busy[host.alias] = busy.get(host.alias, 0) + 1
+            most[host.alias] = max(most.get(host.alias, 0), busy[host.alias])
+        if host.name in ("a1", "b"):
+            both.wait()
+        time.sleep(0.05)
+        with lock:
+            busy[host.alias] -= 1
+        return HostResult(host, config)
+
+    results = run_fleet(config, inventory(config), one, jobs=8)
+    assert [r.host.name for r in results] == ["a1", "b", "a2"]
+    assert most == {"box-a": 1, "box-b": 1}
