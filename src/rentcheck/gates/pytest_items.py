@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from _pytest.terminal import TerminalReporter
 
     from rentcheck.box.fleet import Host
+    from rentcheck.box.settings import AuditSettings
     from rentcheck.config import Config
     from rentcheck.gates.judge import GateResult
 
@@ -87,6 +88,19 @@ class GateItem(pytest.Item):
                 # connection per host, the items in order on it.
                 self.add_marker(pytest.mark.xdist_group(name=host_group(host)))
                 _pin_group(self, host_group(host))
+
+    def reached(self) -> tuple[Host, Config, AuditSettings]:
+        """The box this item runs on (its inventory entry, or ``host`` as a bare alias), the
+        config it is judged with (the host's own keys and select/ignore) and the audit
+        settings it is reached with (``--rentcheck-ssh-config`` over the host's)."""
+        from rentcheck.box.fleet import Host, host_settings
+
+        assert self.host is not None  # noqa: S101 - only items of a host ask
+        host = self.inventory_host or Host(self.host, self.host, (), {})
+        given = self.config.getoption("rentcheck_ssh_config", None)
+        overrides = {"ssh_config": given} if given else None
+        config, settings = host_settings(load_project_config(self.config), host, overrides)
+        return host, config, settings
 
     def judged_config(self) -> Config:
         """The project config, with an inventory host's own keys and select/ignore."""

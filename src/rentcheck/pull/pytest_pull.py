@@ -160,23 +160,16 @@ class PullItem(GateItem):
     local_root: str
 
     def runtest(self) -> None:
-        from rentcheck.box.fleet import Host, host_settings
         from rentcheck.box.fleet_run import named_for
         from rentcheck.commands.pull import judged_away
         from rentcheck.gates.judge import GateResult, judge
-        from rentcheck.gates.pytest_items import MANIFEST_PROPERTY, load_project_config
+        from rentcheck.gates.pytest_items import MANIFEST_PROPERTY
         from rentcheck.pull.gate import run_verify
         from rentcheck.pull.marker import write_verified_marker
         from rentcheck.pull.pull_run import PullRequest, pull_to
         from rentcheck.pull.settings import verify_settings
 
-        assert self.host is not None  # noqa: S101 - set at collection
-        # Reached like the host's audit: its alias, its (or the option's) ssh_config.
-        host = self.inventory_host or Host(self.host, self.host, (), {})
-        given = self.config.getoption("rentcheck_ssh_config", None)
-        config, box = host_settings(
-            load_project_config(self.config), host, {"ssh_config": given} if given else None
-        )
+        host, config, box = self.reached()  # as the host's audit reaches it: its alias
         request = PullRequest(
             host.alias,
             self.remote_root,
@@ -213,9 +206,8 @@ class TeardownItem(GateItem):
     local_root: str
 
     def runtest(self) -> None:
-        from rentcheck.box.fleet import Host, host_settings
         from rentcheck.box.fleet_run import named_for
-        from rentcheck.gates.pytest_items import MANIFEST_PROPERTY, load_project_config
+        from rentcheck.gates.pytest_items import MANIFEST_PROPERTY
         from rentcheck.gates.run import GateRun
         from rentcheck.pull.teardown_gate import (
             TeardownRequest,
@@ -223,14 +215,9 @@ class TeardownItem(GateItem):
             teardown_result,
         )
 
-        assert self.host is not None  # noqa: S101 - set at collection
         # An inventory host is re-read at its alias, with its ssh_config, and its own
         # profile (the audit key) unless --rentcheck-profile names one.
-        host = self.inventory_host or Host(self.host, self.host, (), {})
-        given = self.config.getoption("rentcheck_ssh_config", None)
-        config, box = host_settings(
-            load_project_config(self.config), host, {"ssh_config": given} if given else None
-        )
+        host, config, box = self.reached()
         profile = self.config.getoption("rentcheck_profile")
         if self.inventory_host is not None:
             profile = profile or self.inventory_host.overrides.get("profile")
