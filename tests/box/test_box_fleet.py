@@ -235,3 +235,71 @@ def test_every_box_gate_is_an_item_per_host_on_one_connection(
     assert all(json.loads(e)["via"] == "pytest" for e in ledger if '"launch"' not in e)
     states = sorted(p.name for p in (pytester.path / ".rentcheck" / "watch").iterdir())
     assert states == [f"{name}-{session}.json" for name in ("h1", "h2", "h3-small")]
+
+
+def test_a_hosts_select_and_ignore_judge_each_of_its_gates(tmp_path: Path) -> None:
+    from rentcheck.box.fleet import host_config
+    from rentcheck.gates.judge import selection_of
+
+    (tmp_path / "rentcheck.yaml").write_text(
+        "audit: {ignore: [RC305]}\n"
+        "hosts:\n"
+        "  a: {ignore: [RC301, RC353, RC510], select: [RC3]}\n"
+        "  b: {tags: [spot]}\n"
+    )
+    config = load_config(str(tmp_path))
+    a, b = inventory(config)
+    judged = host_config(config, a)
+    audit = selection_of(judged, "audit")
+    assert audit.ignore == ("RC305", "RC301") and audit.select == ("RC3",)  # added; replaced
+    watch = selection_of(judged, "watch")
+    assert watch.ignore == ("RC353",) and watch.select == ("RC3",)  # RC3 names watch codes too
+    for section in ("pull", "verify"):  # the pull gate and the verify it runs
+        assert selection_of(judged, section).ignore == ("RC510",)
+        assert selection_of(judged, section).select == ("ALL",)  # RC3 names none of theirs
+    assert selection_of(judged, "teardown").ignore == ()
+    assert host_config(config, b).sections == config.sections  # nothing of its own
+
+
+def test_a_hosts_codes_are_checked(tmp_path: Path) -> None:
+    for given, problem in (
+        ("{ignore: [RC3O1]}", r"hosts\.a\.ignore .*'RC3O1' is no rule code.*did you mean RC301"),
+        ("{select: [RC101]}", r"hosts\.a\.select .*'RC101' is no rule code of a gate that runs"),
+        ("{ignore: RC301}", r"hosts\.a\.ignore .*must be a list of strings"),
+        ("{remote_root: 3}", r"hosts\.a\.remote_root .*must be a non-empty path"),
+    ):
+        (tmp_path / "rentcheck.yaml").write_text(f"hosts:\n  a: {given}\n")
+        with pytest.raises(ConfigError, match=problem):
+            inventory(load_config(str(tmp_path)))
+
+
+def test_hosts_of_one_box_take_turns_in_the_pool(tmp_path: Path) -> None:
+    """Two runs on one box share its pooled connection (a pull closes it when done): never at
+    the same time; other boxes still run alongside; results in inventory order."""
+    import threading
+
+    from rentcheck.box.fleet_run import HostResult, run_fleet
+
+    (tmp_path / "rentcheck.yaml").write_text(
+        "hosts:\n  a1: {alias: box-a}\n  b: {alias: box-b}\n  a2: {alias: box-a}\n"
+    )
+    config = load_config(str(tmp_path))
+    lock = threading.Lock()
+    busy: dict[str, int] = {}
+    most: dict[str, int] = {}
+    both = threading.Barrier(2, timeout=5)  # box-a and box-b must be able to overlap
+
+    def one(project: object, host: Host) -> HostResult:
+        with lock:
+            busy[host.alias] = busy.get(host.alias, 0) + 1
+            most[host.alias] = max(most.get(host.alias, 0), busy[host.alias])
+        if host.name in ("a1", "b"):
+            both.wait()
+        time.sleep(0.05)
+        with lock:
+            busy[host.alias] -= 1
+        return HostResult(host, config)
+
+    results = run_fleet(config, inventory(config), one, jobs=8)
+    assert [r.host.name for r in results] == ["a1", "b", "a2"]
+    assert most == {"box-a": 1, "box-b": 1}

@@ -73,3 +73,34 @@ def test_unknown_tag_is_a_usage_error(cli, tmp_path: Path) -> None:  # type: ign
     assert result.code == 2
     assert "--hosts tpu: no host has that name or tag" in result.err
     assert "known: all, good, small, down, here, cpu, gpu" in result.err
+
+
+def test_a_hosts_own_ignore_and_select_judge_its_row(cli, lab: SshLab, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Three hosts with the same too-small budget: the plain one fails RC301; one ignores
+    RC301, one selects only RC302: both pass, each with its own ledger line."""
+    small = {"alias": "box", "paths": {"data": "/"}, "budget": {"checkpoint_bytes": "9000TiB"}}
+    hosts = {
+        "small": small,
+        "ignores": {**small, "ignore": ["RC301"]},
+        "selects": {**small, "select": ["RC302"]},
+    }
+    project = tmp_path / "project"
+    project.mkdir()
+    inventory = {"audit": {"expect_gpu": False}, "hosts": hosts}
+    (project / "rentcheck.yaml").write_text(yaml.safe_dump(inventory, sort_keys=False))
+    result = cli("audit", "--hosts", "all", "--ssh-config", str(lab.ssh_config),
+                 "--output-format", "json", cwd=project)  # fmt: skip
+    assert result.code == 1, result.out + result.err
+    doc = json.loads(result.out)
+    assert {h["host"]: h["exit_code"] for h in doc["hosts"]} == {
+        "small": 1, "ignores": 0, "selects": 0
+    }  # fmt: skip
+    assert {r["host"] for r in doc["results"] if r["code"] == "RC301"} == {"small"}
+    ledger = (project / ".rentcheck" / "ledger.jsonl").read_text().splitlines()
+    recorded = {json.loads(line)["host"]: json.loads(line)["verdict"] for line in ledger}
+    assert recorded == {"small": "fail", "ignores": "pass", "selects": "pass"}
+    hosts["ignores"]["ignore"] = ["RC3O1"]  # a typo: refused, never a silent pass
+    (project / "rentcheck.yaml").write_text(yaml.safe_dump(inventory, sort_keys=False))
+    typo = cli("audit", "--hosts", "all", cwd=project)
+    assert typo.code == 2
+    assert "hosts.ignores.ignore" in typo.err and "did you mean RC301" in typo.err

@@ -183,6 +183,8 @@ def test_per_host_table_gates_expand_the_inventory(pytester: pytest.Pytester) ->
     result = pytester.runpytest_subprocess(
         "--rentcheck-gate", "watch", "--rentcheck-hosts", "all", "-p", "no:cacheprovider"
     )
-    result.assert_outcomes(passed=1, failed=1)  # the host's audit item too (--rentcheck-hosts)
+    # Only the watch gate was asked for: its item, no audit of the host (--rentcheck-gate audit).
+    result.assert_outcomes(failed=1)
+    assert "rentcheck-audit" not in result.stdout.str()
     # Named by the inventory host, as its audit item and its ledger line are (reached by alias).
     result.stdout.fnmatch_lines(["*rentcheck-watch?here?*", "*RC910 watch needs launch*"])

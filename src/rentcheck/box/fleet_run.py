@@ -46,8 +46,10 @@ HostGate = Callable[[Config, Host], HostResult]
 def run_fleet(
     config: Config, hosts: Sequence[Host], one: HostGate, *, jobs: int = DEFAULT_JOBS
 ) -> list[HostResult]:
-    """``one`` on each host, in inventory order, at most ``jobs`` at a time; every pooled
-    connection is closed at the end."""
+    """``one`` on each host, in inventory order, at most ``jobs`` boxes at a time; every
+    pooled connection is closed at the end. Hosts reached at one alias (two runs on one box)
+    share its pooled connection, which a pull closes when it is done: they run one after
+    another, in one task."""
     from concurrent.futures import ThreadPoolExecutor
 
     from rentcheck.box.transport import close_all
@@ -58,11 +60,17 @@ def run_fleet(
         except RentcheckError as exc:
             return HostResult(host, config, error=exc)
 
+    boxes: dict[str, list[Host]] = {}
+    for host in hosts:
+        boxes.setdefault(host.alias, []).append(host)
+    done: dict[str, HostResult] = {}
     try:
-        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(hosts)))) as pool:
-            return list(pool.map(guarded, hosts))
+        with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(boxes)))) as pool:
+            for results in pool.map(lambda box: [guarded(h) for h in box], boxes.values()):
+                done.update((result.host.name, result) for result in results)
     finally:
         close_all()
+    return [done[host.name] for host in hosts]
 
 
 def named_for(host: Host, findings: Sequence[Finding]) -> list[Finding]:

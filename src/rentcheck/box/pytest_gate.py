@@ -3,9 +3,11 @@
 ``pytest --rentcheck-audit gpu-box`` adds one item per host that runs the same audit as
 ``rentcheck audit --host gpu-box`` (settings from the project's rentcheck config) and fails
 with the finding lines. ``--rentcheck-hosts all`` (or a tag) adds one item per host of the
-``[tool.rentcheck.hosts]`` inventory, each with that host's own settings; ``-k NAME`` picks one.
-The other box gates (launch, watch) get one item per host of the same inventory
-(``rentcheck.gates.pytest_items.add_table_items``). Every item of one host, whatever its gate,
+``[tool.rentcheck.hosts]`` inventory, each with that host's own settings; ``-k NAME`` picks one
+(with only later gates asked for, ``--rentcheck-gate pull`` ..., it audits nothing). The other
+box gates get one item per host of the same inventory (launch, watch:
+``rentcheck.gates.pytest_items.add_table_items``; pull, teardown:
+``rentcheck.pull.pytest_pull``). Every item of one host, whatever its gate,
 carries the host's ``xdist_group`` mark, so that ``--dist loadgroup`` keeps them on one worker,
 which then uses one connection. Tests marked
 ``rentcheck_gate("audit")`` run only when the audit gate was asked for, and get the box as the
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["AuditItem"]
 
 GATE = "audit"
+# Gates that also run per inventory host: asked for alone, --rentcheck-hosts audits nothing.
+LATER_HOST_GATES = frozenset({"launch", "watch", "pull", "verify", "teardown"})
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,8 +49,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="TAG",
-        help="run the audit gate on the inventory's hosts ([tool.rentcheck.hosts]): all, a tag "
-        "or a host name; one item per host; repeatable",
+        help="run the box gates asked for (the audit when none of launch, watch, pull, "
+        "verify, teardown is) on the inventory's hosts ([tool.rentcheck.hosts]): all, a tag "
+        "or a host name; one item per gate and host; repeatable",
     )
     group.addoption(
         "--rentcheck-ssh-config",
@@ -65,6 +70,9 @@ def _settings(config: pytest.Config) -> tuple[Config, Any]:
     return rc_config, audit_settings(rc_config, overrides=overrides)
 
 
+# tryfirst: before xdist's worker hook, which adds each item's xdist_group to its node id
+# (an item made after it would be scheduled alone, away from its host's other items).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
@@ -72,11 +80,14 @@ def pytest_collection_modifyitems(
 
     hosts: list[str] = config.getoption("rentcheck_audit")
     fleet = inventory_hosts(config)
-    if GATE in requested_gates(config) and not hosts and not fleet:
+    requested = requested_gates(config)
+    if GATE in requested and not hosts and not fleet:
         raise pytest.UsageError(
             "the audit gate needs a box: --rentcheck-audit HOST (an ssh alias, or local), "
             "or --rentcheck-hosts all|TAG (the [tool.rentcheck.hosts] inventory)"
         )
+    if GATE not in requested and requested & LATER_HOST_GATES:
+        fleet = []  # --rentcheck-hosts with another gate asked for (pull ...): not the audit
     for host in dict.fromkeys(hosts):
         audit = AuditItem.from_parent(session, name=f"rentcheck-audit[{host}]")
         audit.setup_gate(GATE, host)
@@ -91,7 +102,7 @@ def pytest_collection_modifyitems(
     if fleet or hosts:
         from rentcheck.gates.pytest_items import order_by_phase
 
-        order_by_phase(items)  # the table's launch/watch items of a host come after its audit
+        order_by_phase(items)  # with the other gates' items of each host (they sort too)
 
 
 def inventory_hosts(config: pytest.Config) -> list[Host]:
@@ -137,9 +148,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 class AuditItem(GateItem):
-    # Set for a host of the inventory: its alias and its own audit settings.
-    inventory_host: Host | None = None
-
     def runtest(self) -> None:
         from rentcheck.box.fleet import Host
         from rentcheck.box.fleet_run import audit_host

@@ -109,10 +109,12 @@ def watch_host(
 ) -> HostResult:
     """The watch gate on one host of the inventory: its state file and findings are the
     host's by its inventory name; the connection goes to its alias."""
+    from rentcheck.box.fleet import host_config
     from rentcheck.box.fleet_run import named_for
     from rentcheck.box.transport import open_box
     from rentcheck.commands.watch import watch_result
 
+    config = host_config(config, host)  # judged with the host's own select/ignore
     box = open_box(host.alias, **connection)
     watched = watch_result(config, host.name, given, box)
     watched.result.findings = named_for(host, watched.result.findings)

@@ -170,9 +170,15 @@ def _add_pull_parser(
         "LOCAL_ROOT/PULL_VERIFIED.json. Exit 0 verified, 1 findings, 2 unusable input.",
     )
     pull.add_argument(
-        "source", metavar="HOST:REMOTE_ROOT", help="or REMOTE_ROOT with --host or --hosts"
-    )
-    pull.add_argument("root", metavar="LOCAL_ROOT", help="where the files go (created)")
+        "source", metavar="HOST:REMOTE_ROOT", nargs="?",
+        help="or REMOTE_ROOT with --host or --hosts (with --hosts: default each host's "
+        "remote_root from the inventory)",
+    )  # fmt: skip
+    pull.add_argument(
+        "root", metavar="LOCAL_ROOT", nargs="?",
+        help="where the files go (created); with --hosts each host into LOCAL_ROOT/NAME "
+        "(default: the inventory's local_root)",
+    )  # fmt: skip
     pull.add_argument("--host", help="the box (an ssh alias, or local) when SOURCE has no HOST:")
     pull.add_argument(
         "--hosts", action="append", metavar="TAG",
@@ -418,7 +424,7 @@ def verify_and_mark(
         marker = write_verified_marker(
             result,
             fail_level=verdict.fail_level,
-            allow=settings.advisory,
+            allow=settings.advisory | judged_away(result.findings, verdict),
             extra={"settings": settings.policy(), "seconds": seconds, **(marker_extra or {})},
         )
         gate.evidence["marker"] = "sha256:" + _file_sha256(str(marker))
@@ -452,6 +458,13 @@ def verify_and_mark(
         gate.headline = (f"verified: wrote {marker}",)
         gate.proved = _what_verify_proved(result)
     return run, gate, verdict
+
+
+def judged_away(findings: Any, verdict: Any) -> frozenset[str]:
+    """Codes the selection dropped everywhere (an ``ignore``, a host's too): the marker
+    lists them as advisory instead of refusing a pull its judgement passed."""
+    kept = {f.code for f in verdict.findings}
+    return frozenset(f.code for f in findings if f.code not in kept)
 
 
 _IS_CHECKPOINT = re.compile("safetensors|torch|pickle")
@@ -549,6 +562,14 @@ def run_pull(args: argparse.Namespace) -> int:
 
     if args.hosts:
         return _run_pull_fleet(args)
+    if args.source is None or args.root is None:
+        from rentcheck.errors import UsageError
+
+        raise UsageError(
+            "pull needs HOST:REMOTE_ROOT LOCAL_ROOT",
+            hint="e.g. `rentcheck pull mybox:/root/run results/` (or --hosts all, with the "
+            "inventory's remote_root and local_root)",
+        )
     host, remote_root = _source(args)
     deadline = _deadline(args)
     # Settings from the project only: a rentcheck.yaml that came with the pull is data.
@@ -580,11 +601,12 @@ def _deadline(args: argparse.Namespace) -> float:
 
 
 def _run_pull_fleet(args: argparse.Namespace) -> int:
-    """``pull --hosts``: every inventory host's REMOTE_ROOT into LOCAL_ROOT/NAME, at most
-    ``--pool`` at once; one judgement and ledger line per host, one merged table."""
-    import re
-
-    from rentcheck.box.fleet import Host, inventory, select_hosts
+    """``pull --hosts``: every inventory host's remote root into its own folder (REMOTE_ROOT
+    and LOCAL_ROOT/NAME, or the inventory's: ``rentcheck.box.fleet_pull``), at most
+    ``--pool`` at once; one judgement (the host's config) and ledger line per host, one
+    merged table."""
+    from rentcheck.box.fleet import Host, host_settings, inventory, select_hosts
+    from rentcheck.box.fleet_pull import pull_places
     from rentcheck.box.fleet_run import HostResult, named_for, run_fleet
     from rentcheck.commands.fleet import report_fleet
     from rentcheck.errors import UsageError
@@ -594,30 +616,41 @@ def _run_pull_fleet(args: argparse.Namespace) -> int:
         raise UsageError("pull takes --host or --hosts, not both", hint="drop one of them")
     if args.pool < 1:
         raise UsageError(f"--pool {args.pool}: must be at least 1", hint="e.g. --pool 8")
+    if (args.source is None) != (args.root is None):
+        raise UsageError(
+            "pull --hosts takes REMOTE_ROOT LOCAL_ROOT, or neither",
+            hint="neither: each host's remote_root and local_root from the inventory",
+        )
     deadline = _deadline(args)
-    config = _config(args, untrusted=(args.root,))
+    untrusted = () if args.root is None else (args.root,)
+    config = _config(args, untrusted=untrusted)
     hosts = select_hosts(inventory(config), args.hosts)
-    for host in hosts:  # each host's folder is LOCAL_ROOT/NAME: a name must be one component
-        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", host.name):
-            raise UsageError(
-                f"inventory host {host.name!r} cannot name a folder under LOCAL_ROOT",
-                hint="use letters, digits, '.', '_' and '-' in inventory host names",
-            )
+    places = pull_places(config, hosts, remote_root=args.source, local_root=args.root)
+    if args.root is None:  # the folders the inventory names are data too: never settings
+        config = _config(args, untrusted=tuple(p.local_root for p in places))
+        hosts = select_hosts(inventory(config), args.hosts)
+        places = pull_places(config, hosts)
+    place_of = {place.host.name: place for place in places}
 
-    def one(host_config: Config, host: Host) -> HostResult:
-        local = os.path.join(args.root, host.name)
+    def one(project: Config, host: Host) -> HostResult:
+        place = place_of[host.name]
+        host_config, settings = host_settings(project, host)
+        connection = argparse.Namespace(**vars(args))
+        connection.ssh_config = args.ssh_config or settings.ssh_config
+        connection.connect_timeout = args.connect_timeout or settings.connect_timeout
         result = _pull_one(
-            args,
+            connection,
             host_config,
             host=host.alias,
-            remote_root=args.source,
-            local_root=local,
+            remote_root=place.remote_root,
+            local_root=place.local_root,
             deadline=deadline,
             progress=None,  # hosts at once: no terminal progress line (they would interleave)
         )
         result.findings = named_for(host, result.findings)
         result.host = host.name
-        return HostResult(host, host_config, result=result, extras={"local_root": local})
+        extras = {"local_root": place.local_root, "remote_root": place.remote_root}
+        return HostResult(host, host_config, result=result, extras=extras)
 
     outcomes = run_fleet(config, hosts, one, jobs=args.pool)
     rules = {r.code: r for r in PULL_GATE_RULES}

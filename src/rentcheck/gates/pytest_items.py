@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from _pytest._code.code import TerminalRepr
     from _pytest.terminal import TerminalReporter
 
+    from rentcheck.box.fleet import Host
+    from rentcheck.box.settings import AuditSettings
     from rentcheck.config import Config
     from rentcheck.gates.judge import GateResult
 
@@ -36,6 +38,10 @@ __all__ = [
 GATE_PROPERTY = "rentcheck_gate"
 HOST_PROPERTY = "rentcheck_host"
 FAILING_PROPERTY = "rentcheck_failing"
+# A further gate whose verdict the item is part of (a host's pull item also verifies).
+ALSO_PROPERTY = "rentcheck_also_gate"
+# The manifest digest the item's pull, verify or teardown was about (the ledger's evidence).
+MANIFEST_PROPERTY = "rentcheck_manifest"
 _REQUESTED = pytest.StashKey[frozenset[str]]()
 
 # The older per-gate options, each of which also asks for its gate.
@@ -65,6 +71,8 @@ class GateItem(pytest.Item):
 
     gate: str = "lint"
     host: str | None = None
+    # Set for a host of the inventory (--rentcheck-hosts): its alias, settings and selection.
+    inventory_host: Host | None = None
 
     def setup_gate(self, gate: str, host: str | None = None) -> None:
         """Attach the item to ``gate`` (call right after ``from_parent``)."""
@@ -79,6 +87,29 @@ class GateItem(pytest.Item):
                 # Every gate's item of this host on one worker (--dist loadgroup): one
                 # connection per host, the items in order on it.
                 self.add_marker(pytest.mark.xdist_group(name=host_group(host)))
+                _pin_group(self, host_group(host))
+
+    def reached(self) -> tuple[Host, Config, AuditSettings]:
+        """The box this item runs on (its inventory entry, or ``host`` as a bare alias), the
+        config it is judged with (the host's own keys and select/ignore) and the audit
+        settings it is reached with (``--rentcheck-ssh-config`` over the host's)."""
+        from rentcheck.box.fleet import Host, host_settings
+
+        assert self.host is not None  # noqa: S101 - only items of a host ask
+        host = self.inventory_host or Host(self.host, self.host, (), {})
+        given = self.config.getoption("rentcheck_ssh_config", None)
+        overrides = {"ssh_config": given} if given else None
+        config, settings = host_settings(load_project_config(self.config), host, overrides)
+        return host, config, settings
+
+    def judged_config(self) -> Config:
+        """The project config, with an inventory host's own keys and select/ignore."""
+        config = load_project_config(self.config)
+        if self.inventory_host is None:
+            return config
+        from rentcheck.box.fleet import host_config
+
+        return host_config(config, self.inventory_host)
 
     def raise_if_failing(self, config: Config, result: GateResult) -> None:
         """Judge ``result`` as the CLI does; fail with its headline and finding lines."""
@@ -117,20 +148,20 @@ class TableGateItem(GateItem):
     the inventory the runner connects to its alias; the item, its findings and the ledger
     name the host by its inventory name."""
 
-    alias: str | None = None
-
     def runtest(self) -> None:
         from rentcheck.gates.run import GateRun
 
-        config = load_project_config(self.config)
+        config = self.judged_config()
         run = GateRun(config, self.gate, host=self.host, via="pytest")
+        entry = self.inventory_host
+        alias = entry.alias if entry is not None else None
         options = {
-            "host": self.alias or self.host,
+            "host": alias or self.host,
             "name": self.host,
             "ssh_config": self.config.getoption("rentcheck_ssh_config", None),
         }
         result = run.run_runner(options)
-        if self.host is not None and self.alias not in (None, self.host):
+        if self.host is not None and alias not in (None, self.host):
             from rentcheck.record import replace
 
             result.host = self.host
@@ -139,6 +170,21 @@ class TableGateItem(GateItem):
                 for f in result.findings
             ]
         self.raise_if_failing(config, run.with_order(result))
+
+
+def _pin_group(item: pytest.Item, group: str) -> None:
+    """Put ``@group`` on the item's node id ourselves, on an xdist worker under
+    ``--dist loadgroup``. pytest 9.2 builds node ids from a structured id, and xdist 3.8
+    still edits the old ``_nodeid`` field, so the group never reached the scheduler and a
+    host's items were spread over workers (pytest-dev/pytest-xdist#1386). A second suffix
+    from a fixed xdist is harmless: the scheduler reads the last one."""
+    if not getattr(item.config.option, "loadgroup", False) or item.nodeid.endswith("@" + group):
+        return  # not a loadgroup worker, or the suffix is there
+    try:
+        from _pytest.nodeid import coerce_node_id
+    except ImportError:  # a pytest whose node ids xdist still edits: it adds the suffix
+        return
+    item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
 
 def host_group(host: str) -> str:
@@ -205,18 +251,21 @@ def join_marked_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 def add_table_items(session: pytest.Session, items: list[pytest.Item]) -> None:
-    """Items for requested gates that no gate module serves (planned and plugin gates)."""
+    """Items for requested gates that no gate module serves (planned and plugin gates);
+    then, with hosts, every gate item in lifecycle order."""
     from rentcheck.gates.table import all_gates
 
     requested = requested_gates(session.config)
-    # name -> what is connected to: --rentcheck-audit HOST is both; an inventory host
-    # (--rentcheck-hosts all|TAG) is its name, reached by its alias.
-    hosts = {h: h for h in session.config.getoption("rentcheck_audit", None) or []}
+    # name -> its inventory entry: --rentcheck-audit HOST has none (it is its own alias); an
+    # inventory host (--rentcheck-hosts all|TAG) is its name, reached by its alias.
+    hosts: dict[str, Host | None] = dict.fromkeys(
+        session.config.getoption("rentcheck_audit", None) or []
+    )
     if session.config.getoption("rentcheck_hosts", None):
         from rentcheck.box.pytest_gate import inventory_hosts
 
         for entry in inventory_hosts(session.config):
-            hosts.setdefault(entry.name, entry.alias)
+            hosts.setdefault(entry.name, entry)
     for row in all_gates():
         if row.name not in requested or row.pytest_module is not None:
             continue
@@ -230,21 +279,27 @@ def add_table_items(session: pytest.Session, items: list[pytest.Item]) -> None:
             name = f"rentcheck-{row.name}" + (f"[{host}]" if host else "")
             item = TableGateItem.from_parent(session, name=name)
             item.setup_gate(row.name, host)
-            item.alias = hosts.get(host) if host else None
+            item.inventory_host = hosts.get(host) if host else None
             items.append(item)
+    if hosts:
+        # Each gate module that adds host items sorts them all: whichever hook runs last
+        # leaves every host's items in lifecycle order, audit to pull.
+        order_by_phase(items)
 
 
 def order_by_phase(items: list[pytest.Item]) -> None:
-    """The gate items in lifecycle order (audit before launch before watch), in place; every
-    other item keeps its place. Under ``--dist loadgroup`` a host's worker then audits the box
-    before it watches the job."""
-    from rentcheck.gates.table import gate_named
+    """The gate items in lifecycle order (audit before launch before watch before pull; in a
+    phase, the gate table's order), in place; every other item keeps its place. Under
+    ``--dist loadgroup`` a host's worker then audits the box before it watches the job."""
+    from rentcheck.gates.table import all_gates, gate_named
 
+    order = {gate.name: index for index, gate in enumerate(all_gates())}
     places = [i for i, item in enumerate(items) if isinstance(item, GateItem)]
-    ordered = sorted(
-        (items[i] for i in places),
-        key=lambda item: gate_named(item.gate).phase_index,  # type: ignore[attr-defined]
-    )
+
+    def lifecycle(item: Any) -> tuple[int, int]:
+        return gate_named(item.gate).phase_index, order.get(item.gate, 0)
+
+    ordered = sorted((items[i] for i in places), key=lifecycle)
     for place, item in zip(places, ordered, strict=True):
         items[place] = item
 
@@ -264,12 +319,16 @@ class GateRecorder:
         if gate is None or (report.when != "call" and report.passed):
             return
         host = props.get(HOST_PROPERTY)
-        key = (str(gate), None if host is None else str(host))
-        entry = self.outcomes.setdefault(key, {"by_outcome": {}, "codes": set()})
-        entry["by_outcome"].setdefault(report.outcome, []).append(report.nodeid)
-        codes = props.get(FAILING_PROPERTY)
-        if report.failed and codes:
-            entry["codes"].update(str(codes).split(","))
+        also = [str(v) for k, v in report.user_properties if k == ALSO_PROPERTY]
+        for name in (str(gate), *also):
+            key = (name, None if host is None else str(host))
+            entry = self.outcomes.setdefault(key, {"by_outcome": {}, "codes": set()})
+            entry["by_outcome"].setdefault(report.outcome, []).append(report.nodeid)
+            codes = props.get(FAILING_PROPERTY)
+            if report.failed and codes:
+                entry["codes"].update(str(codes).split(","))
+            if props.get(MANIFEST_PROPERTY):
+                entry["manifest"] = str(props[MANIFEST_PROPERTY])
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput") or not self.outcomes:
@@ -286,7 +345,8 @@ class GateRecorder:
             if gate == "lint" and partial:
                 continue  # lint of some paths proves nothing about the project
             failed = outcome["by_outcome"].get("failed", [])
-            GateRun(rc_config, gate, host=host, via="pytest").record_outcome(
+            manifest = outcome.get("manifest")
+            GateRun(rc_config, gate, host=host, manifest=manifest, via="pytest").record_outcome(
                 passed=not failed and bool(outcome["by_outcome"].get("passed")),
                 failing=sorted(outcome["codes"]) or (["test"] if failed else []),
                 findings=len(failed),

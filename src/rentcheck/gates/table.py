@@ -167,6 +167,7 @@ GATES: tuple[Gate, ...] = (
         commands=("pull", "manifest"),
         cli_module="pull",
         section="pull",
+        section_keys=("remote_root", "local_root"),  # the fleet's defaults (box/fleet_pull.py)
         rules=("rentcheck.pull.transfer_rules", "PULL_GATE_RULES"),
         pytest_module="rentcheck.pull.pytest_pull",
         evidence=("manifest",),

@@ -66,9 +66,10 @@ def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     from rentcheck.gates.pytest_items import requested_gates
+    from rentcheck.pull.pytest_pull import serves_verify
 
     roots = config.getoption("rentcheck_verify")
-    if GATE in requested_gates(config) and not roots:
+    if GATE in requested_gates(config) and not roots and not serves_verify(config):
         raise pytest.UsageError(
             "the verify gate needs the pulled directory: --rentcheck-verify PATH"
         )

@@ -5,8 +5,16 @@
 one line per blocking finding. ``pytest --rentcheck-teardown LOCAL_ROOT --rentcheck-host H
 --rentcheck-profile P`` judges the teardown gate as ``rentcheck teardown`` does (the box
 re-read now; prerequisites from the ledger); it passes only with ``--rentcheck-approve``,
-since no one can type the platform's verb into a test run. Settings come from the project;
-the controller writes the ledger. Nothing heavy is imported until an item runs.
+since no one can type the platform's verb into a test run.
+
+With ``--rentcheck-hosts all|TAG``, ``--rentcheck-gate pull`` makes one pull item per
+inventory host (``rentcheck-pull[NAME]``), from its ``remote_root`` into its own folder
+(``rentcheck.box.fleet_pull``, as ``rentcheck pull --hosts``), judged with the host's
+settings; asked for as the pull phase, these items are the verify gate's too.
+``--rentcheck-gate teardown`` makes one teardown item per host for the verified pull in its
+folder, re-read at its alias, with its ``profile``: in a later run than the pull, since the
+ledger that holds the pull's verify is written when a run ends. Settings come from the
+project; the controller writes the ledger. Nothing heavy is imported until an item runs.
 """
 
 from __future__ import annotations
@@ -56,6 +64,7 @@ def _split(given: str) -> tuple[str, str, str]:
     return host, remote, local
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's hook reads the items' xdist_group marks
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
@@ -65,10 +74,19 @@ def pytest_collection_modifyitems(
     pulls = config.getoption("rentcheck_pull")
     downs = config.getoption("rentcheck_teardown")
     requested = requested_gates(config)
-    if "pull" in requested and not pulls:
-        raise pytest.UsageError("the pull gate needs --rentcheck-pull HOST:REMOTE_ROOT=LOCAL_ROOT")
-    if "teardown" in requested and not downs:
-        raise pytest.UsageError("the teardown gate needs --rentcheck-teardown LOCAL_ROOT")
+    fleet = bool(config.getoption("rentcheck_hosts"))
+    if "pull" in requested and not pulls and not fleet:
+        raise pytest.UsageError(
+            "the pull gate needs --rentcheck-pull HOST:REMOTE_ROOT=LOCAL_ROOT, or "
+            "--rentcheck-hosts all|TAG (each host's remote_root and local_root)"
+        )
+    if "teardown" in requested and not downs and not fleet:
+        raise pytest.UsageError(
+            "the teardown gate needs --rentcheck-teardown LOCAL_ROOT, or --rentcheck-hosts "
+            "all|TAG (each host's pulled folder)"
+        )
+    if fleet and ("pull" in requested or ("teardown" in requested and not downs)):
+        _add_host_items(session, items, pull="pull" in requested, teardown=not downs)
     for given in dict.fromkeys(pulls):
         host, remote, local = _split(given)
         pull = PullItem.from_parent(session, name=f"rentcheck-pull[{given}]")
@@ -84,21 +102,82 @@ def pytest_collection_modifyitems(
         items.append(down)
 
 
+def _add_host_items(
+    session: pytest.Session, items: list[pytest.Item], *, pull: bool, teardown: bool
+) -> None:
+    """A pull item (and a teardown item) per inventory host ``--rentcheck-hosts`` picks, in
+    its host's group, after the host's audit, launch and watch items; from the host's
+    remote root into its own folder (``rentcheck.box.fleet_pull``)."""
+    from rentcheck.box.fleet_pull import local_folders, pull_places
+    from rentcheck.box.pytest_gate import inventory_hosts
+    from rentcheck.errors import RentcheckError
+    from rentcheck.gates.pytest_items import (
+        ALSO_PROPERTY,
+        load_project_config,
+        order_by_phase,
+        requested_gates,
+    )
+
+    config = session.config
+    teardown = teardown and "teardown" in requested_gates(config)
+    try:
+        project, hosts = load_project_config(config), inventory_hosts(config)
+        places = pull_places(project, hosts) if pull else []
+        folders = local_folders(project, hosts)
+    except RentcheckError as exc:
+        raise pytest.UsageError(f"--rentcheck-hosts: {exc}") from None
+    # Asked for as the pull phase (pull and verify), without --rentcheck-verify: these items
+    # verify what they brought, so they are the verify gate's items too.
+    verifies = serves_verify(config) and not config.getoption("rentcheck_verify")
+    for place in places:
+        item = PullItem.from_parent(session, name=f"rentcheck-pull[{place.host.name}]")
+        item.setup_gate("pull", place.host.name)
+        item.inventory_host = place.host
+        item.remote_root, item.local_root = place.remote_root, place.local_root
+        if verifies:
+            item.user_properties.append((ALSO_PROPERTY, "verify"))
+        items.append(item)
+    for host in hosts if teardown else []:
+        # The box is re-read where the pull recorded it (the marker's source).
+        down = TeardownItem.from_parent(session, name=f"rentcheck-teardown[{host.name}]")
+        down.setup_gate("teardown", host.name)
+        down.inventory_host = host
+        down.local_root = folders[host.name]
+        items.append(down)
+    order_by_phase(items)
+
+
+def serves_verify(config: pytest.Config) -> bool:
+    """Whether the per-host pull items are the verify gate's items in this run."""
+    from rentcheck.gates.pytest_items import requested_gates
+
+    wanted = requested_gates(config)
+    return "pull" in wanted and "verify" in wanted and bool(config.getoption("rentcheck_hosts"))
+
+
 class PullItem(GateItem):
     remote_root: str
     local_root: str
 
     def runtest(self) -> None:
+        from rentcheck.box.fleet_run import named_for
+        from rentcheck.commands.pull import judged_away
         from rentcheck.gates.judge import GateResult, judge
-        from rentcheck.gates.pytest_items import load_project_config
+        from rentcheck.gates.pytest_items import MANIFEST_PROPERTY
         from rentcheck.pull.gate import run_verify
         from rentcheck.pull.marker import write_verified_marker
         from rentcheck.pull.pull_run import PullRequest, pull_to
         from rentcheck.pull.settings import verify_settings
 
-        config = load_project_config(self.config)
-        assert self.host is not None  # noqa: S101 - set at collection
-        outcome = pull_to(PullRequest(self.host, self.remote_root, self.local_root))
+        host, config, box = self.reached()  # as the host's audit reaches it: its alias
+        request = PullRequest(
+            host.alias,
+            self.remote_root,
+            self.local_root,
+            ssh_config=box.ssh_config,
+            connect_timeout=box.connect_timeout,
+        )
+        outcome = pull_to(request)
         findings = list(outcome.findings)
         if outcome.transferred:
             settings = verify_settings(config)
@@ -106,14 +185,17 @@ class PullItem(GateItem):
             findings += result.findings
             gate = GateResult("verify", list(result.findings), advisory=settings.advisory)
             verdict = judge(config, gate, section="verify")
+            if result.manifest is not None:  # the ledger's evidence: teardown matches it
+                self.user_properties.append((MANIFEST_PROPERTY, "sha256:" + result.manifest.sha256))
             if verdict.passed:
-                source = {"host": self.host, "remote_root": outcome.box_root}
+                source = {"host": host.alias, "remote_root": outcome.box_root}
                 write_verified_marker(
                     result,
                     fail_level=verdict.fail_level,
-                    allow=settings.advisory,
+                    allow=settings.advisory | judged_away(result.findings, verdict),
                     extra={"settings": settings.policy(), "source": source},
                 )
+        findings = named_for(host, findings)
         self.raise_if_failing(config, GateResult("pull", findings, host=self.host))
 
     def reportinfo(self) -> tuple[str, None, str]:
@@ -124,7 +206,8 @@ class TeardownItem(GateItem):
     local_root: str
 
     def runtest(self) -> None:
-        from rentcheck.gates.pytest_items import load_project_config
+        from rentcheck.box.fleet_run import named_for
+        from rentcheck.gates.pytest_items import MANIFEST_PROPERTY
         from rentcheck.gates.run import GateRun
         from rentcheck.pull.teardown_gate import (
             TeardownRequest,
@@ -132,16 +215,28 @@ class TeardownItem(GateItem):
             teardown_result,
         )
 
-        config = load_project_config(self.config)
+        # An inventory host is re-read at its alias, with its ssh_config, and its own
+        # profile (the audit key) unless --rentcheck-profile names one.
+        host, config, box = self.reached()
+        profile = self.config.getoption("rentcheck_profile")
+        if self.inventory_host is not None:
+            profile = profile or self.inventory_host.overrides.get("profile")
         request = TeardownRequest(
             verified=self.local_root,
-            host=self.host,
-            profile=self.config.getoption("rentcheck_profile"),
+            host=host.alias,
+            profile=profile,
             approve=bool(self.config.getoption("rentcheck_approve")),
+            ssh_config=box.ssh_config,
+            connect_timeout=box.connect_timeout,
         )
         manifest = teardown_manifest(request)
+        if manifest is not None:
+            self.user_properties.append((MANIFEST_PROPERTY, manifest))
         run = GateRun(config, "teardown", host=self.host, manifest=manifest, via="pytest")
-        self.raise_if_failing(config, run.with_order(teardown_result(config, request, run)))
+        result = teardown_result(config, request, run)
+        result.findings = named_for(host, result.findings)
+        result.host = self.host
+        self.raise_if_failing(config, run.with_order(result))
 
     def reportinfo(self) -> tuple[str, None, str]:
         return self.name, None, self.name
