@@ -9,8 +9,10 @@ from pathlib import Path
 import yaml
 from sshdkit import SshLab
 
+# the "boxes" are this machine: other tests' live scripts are not what these tests judge
+QUIET_AUDIT = {"expect_gpu": False, "script_roots": ["/nonexistent/rentcheck-fleet-test"]}
 INVENTORY = {
-    "audit": {"expect_gpu": False},
+    "audit": QUIET_AUDIT,
     "hosts": {
         "good": {"alias": "box", "tags": ["gpu"]},
         "small": {
@@ -86,7 +88,7 @@ def test_a_hosts_own_ignore_and_select_judge_its_row(cli, lab: SshLab, tmp_path:
     }
     project = tmp_path / "project"
     project.mkdir()
-    inventory = {"audit": {"expect_gpu": False}, "hosts": hosts}
+    inventory = {"audit": QUIET_AUDIT, "hosts": hosts}
     (project / "rentcheck.yaml").write_text(yaml.safe_dump(inventory, sort_keys=False))
     result = cli("audit", "--hosts", "all", "--ssh-config", str(lab.ssh_config),
                  "--output-format", "json", cwd=project)  # fmt: skip
