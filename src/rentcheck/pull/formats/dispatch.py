@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rentcheck.pull.formats.base import Issue, PRead, StreamValidator, TensorInfo
+from rentcheck.pull.formats.joblib_file import JoblibValidator, joblib_codec
 from rentcheck.pull.formats.legacy import PickleStreamValidator, starts_with_legacy_magic
 from rentcheck.pull.formats.npy import NPY_MAGIC, NpyValidator
 from rentcheck.pull.formats.npz import NpzValidator, looks_like_npz
@@ -44,8 +45,8 @@ def suffix_of(rel: str) -> str:
 
 @dataclass(frozen=True)
 class Choice:
-    # safetensors | torch-zip | torchscript | torch-legacy | torch-tar | pickle | npy | npz | json |
-    # jsonl | yaml | unknown | data
+    # safetensors | torch-zip | torchscript | torch-legacy | torch-tar | pickle | npy | npz |
+    # joblib | json | jsonl | yaml | unknown | data
     kind: str
     validator: StreamValidator | None
 
@@ -181,6 +182,9 @@ def choose_validator(
         return Choice("data", None)
     if head.startswith(NPY_MAGIC):
         return Choice("npy", NpyValidator(size, extra_allowed=allowed))
+    codec = joblib_codec(rel, head, size, pread)
+    if codec is not None:  # joblib.load: compressed by content, arrays after their wrappers
+        return Choice("joblib", JoblibValidator(size, pread, codec, extra_allowed=allowed))
     binary_pickle = head[:1] == b"\x80"
     if suffix in _TEXT and not binary_pickle:
         keep = rel.endswith(".index.json")

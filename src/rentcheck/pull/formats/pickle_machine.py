@@ -31,6 +31,7 @@ __all__ = [
     "OPS",
     "TORCH_OPS",
     "Global",
+    "Handler",
     "Machine",
     "Malformed",
     "Obj",

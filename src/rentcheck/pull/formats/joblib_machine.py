@@ -1,0 +1,278 @@
+"""The symbolic machine as joblib's unpickler runs it: ``NumpyArrayWrapper`` BUILDs read arrays.
+
+``joblib.dump`` replaces every numpy array by a ``joblib.numpy_pickle.NumpyArrayWrapper``
+(``NEWOBJ`` + ``BUILD`` with a state dict: ``subclass``, ``shape``, ``order``, ``dtype``,
+``allow_mmap``, ``numpy_array_alignment_bytes``) and writes the array's bytes right after the
+``BUILD``. joblib's ``NumpyUnpickler.load_build`` runs the ordinary BUILD, and when the object on
+top is such a wrapper it reads the array straight from the file (a padding-length byte and
+padding first when the alignment is set; an object array is a nested pickle instead). So this
+machine keeps what the ordinary one forgets: the items of dicts, the attributes of wrappers and
+the arguments and state of ``numpy.dtype`` calls, enough to know exactly how many bytes joblib
+will read and how to scan them. Anything it cannot settle exactly is ``Unprovable``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from rentcheck.pull.formats.pickle_allowlist import NUMPY_GLOBALS
+from rentcheck.pull.formats.pickle_machine import (
+    NO_REFS,
+    OPS,
+    Global,
+    Handler,
+    Leaf,
+    Machine,
+    Malformed,
+    Obj,
+    items_of,
+)
+
+__all__ = ["JOBLIB_GLOBALS", "WRAPPER", "ArraySpec", "JoblibMachine", "Unprovable"]
+
+WRAPPER = "joblib.numpy_pickle.NumpyArrayWrapper"
+#: What joblib.load needs to rebuild the arrays joblib.dump wrote, and nothing more: the
+#: wrapper (``NEWOBJ`` runs ``object.__new__``, ``BUILD`` only sets attributes), the classes it
+#: names as ``subclass`` (looked up, never called on numpy 2), ``numpy.dtype`` (called with a
+#: type code, then given its state) and numpy's own array/scalar reconstruction for object
+#: arrays, whose nested pickle joblib reads with the same unrestricted ``find_class``.
+JOBLIB_GLOBALS: frozenset[str] = frozenset(
+    {WRAPPER, "numpy.ndarray", "numpy.matrix", "numpy.memmap", "numpy.dtype", *NUMPY_GLOBALS}
+)
+MAX_TRACKED = 200_000  # dicts, wrappers and dtypes whose contents are kept
+MAX_ITEMS = 64  # items kept per dict: a wrapper's state has six, a dtype's fields a few dozen
+_WRAPPER_ARGS = ("subclass", "shape", "order", "dtype", "allow_mmap", "numpy_array_alignment_bytes")
+_FLOATS = {"f2": "F16", "f4": "F32", "f8": "F64", "c8": "C64", "c16": "C128"}
+
+
+class Unprovable(Exception):
+    """The stream builds something joblib.dump never writes, so its layout cannot be proved."""
+
+
+class Dict(Obj):
+    __slots__ = ("complete", "items")
+
+    def __init__(self) -> None:
+        super().__init__(None, "builtins.dict")
+        self.items: dict[object, object] = {}
+        self.complete = True  # False once an item was not kept
+
+
+class Wrapper(Obj):
+    __slots__ = ("attrs",)
+
+    def __init__(self, call: str) -> None:
+        super().__init__(call, WRAPPER)
+        self.attrs: dict[str, object] = {}
+
+
+class Dtype(Obj):
+    __slots__ = ("args", "state")
+
+    def __init__(self, call: str, args: tuple[object, ...]) -> None:
+        super().__init__(call, "numpy.dtype")
+        self.args = args
+        self.state: object = None
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    key: str  # names the array until its path in the object is known
+    code: str  # numpy type code as pickled ('f8', 'V12', 'U5')
+    shape: tuple[int, ...]
+    nbytes: int
+    padded: bool  # a padding-length byte (and padding) precedes the bytes
+    has_object: bool  # a nested pickle instead of raw bytes
+    scan: str | None  # finite-scan dtype of little-endian float data, else None
+    big_endian: bool
+
+
+class JoblibMachine(Machine):
+    def __init__(self, allowed: frozenset[str]) -> None:
+        super().__init__(allowed | JOBLIB_GLOBALS)
+        self.tracked = 0
+        self.arrays = 0
+        self.pending: ArraySpec | None = None  # an array joblib reads right after this BUILD
+
+    def track(self) -> bool:
+        self.tracked += 1
+        return self.tracked <= MAX_TRACKED
+
+
+def _none(value: object) -> bool:
+    return isinstance(value, Leaf) and value.kind == "none"
+
+
+def _record(target: object, pairs: list[tuple[object, object]]) -> None:
+    if not isinstance(target, Dict):
+        return
+    for key, value in pairs:
+        if len(target.items) >= MAX_ITEMS and key not in target.items:
+            target.complete = False
+        else:
+            target.items[key] = value
+
+
+def _empty_dict(m: Machine, name: str, arg: object) -> None:
+    if isinstance(m, JoblibMachine) and m.track():
+        m.push(Dict())
+    else:
+        OPS[name](m, name, arg)
+
+
+def _dict(m: Machine, name: str, arg: object) -> None:
+    items = list(m.stack[m.marks[-1] :]) if m.marks else []
+    OPS[name](m, name, arg)
+    if isinstance(m, JoblibMachine) and m.track():
+        made = Dict()
+        top = m.stack[-1]
+        if isinstance(top, Obj) and top.refs is not NO_REFS:
+            made.refs = top.refs
+        _record(made, list(zip(items[::2], items[1::2], strict=False)))
+        m.stack[-1] = made
+
+
+def _setitems(m: Machine, name: str, arg: object) -> None:
+    if name == "SETITEM":
+        target = m.stack[-3] if len(m.stack) >= 3 else None
+        pairs = [(m.stack[-2], m.stack[-1])] if len(m.stack) >= 3 else []
+    else:
+        at = m.marks[-1] if m.marks else 0
+        target = m.stack[at - 1] if at else None
+        flat = m.stack[at:]
+        pairs = list(zip(flat[::2], flat[1::2], strict=False))
+    OPS[name](m, name, arg)
+    _record(target, pairs)
+
+
+def _call(m: Machine, name: str, arg: object) -> None:
+    at = -3 if name == "NEWOBJ_EX" else -2
+    func = m.stack[at] if len(m.stack) >= -at else None
+    args = items_of(m.stack[at + 1]) if len(m.stack) >= -at else None
+    OPS[name](m, name, arg)
+    if not isinstance(func, Global) or not isinstance(m, JoblibMachine) or not m.track():
+        return
+    made: Obj | None = None
+    if func.name == WRAPPER:
+        wrapper = Wrapper(func.name)
+        if name == "REDUCE":  # NumpyArrayWrapper(...) runs __init__; NEWOBJ only __new__
+            given = args or ()
+            if not 4 <= len(given) <= len(_WRAPPER_ARGS):
+                raise Malformed(f"NumpyArrayWrapper called with {len(given)} arguments")
+            wrapper.attrs = {"allow_mmap": Leaf("bool", False), "numpy_array_alignment_bytes": 16}
+            wrapper.attrs.update(zip(_WRAPPER_ARGS, given, strict=False))
+        made = wrapper
+    elif func.name == "numpy.dtype" and args is not None:
+        made = Dtype(func.name, args)
+    if made is not None:
+        top = m.stack[-1]
+        if isinstance(top, Obj) and top.refs is not NO_REFS:
+            made.refs = top.refs
+        m.stack[-1] = made
+
+
+def _build(m: Machine, name: str, arg: object) -> None:
+    state = m.stack[-1] if len(m.stack) >= 2 else None
+    target = m.stack[-2] if len(m.stack) >= 2 else None
+    OPS[name](m, name, arg)
+    if isinstance(target, Dtype):
+        target.state = state
+    if not isinstance(target, Wrapper) or not isinstance(m, JoblibMachine):
+        return
+    _set_attributes(target, state)
+    m.pending = _spec(m, target)
+    result = Obj(WRAPPER, "numpy.ndarray")
+    result.refs = [("", m.pending.key)]
+    m.stack[-1] = result
+
+
+def _set_attributes(wrapper: Wrapper, state: object) -> None:
+    """``load_build``: ``state`` (or ``(state, slotstate)``) updates the instance's attributes."""
+    if "__setstate__" in wrapper.attrs:
+        raise Unprovable("a NumpyArrayWrapper given its own __setstate__")
+    parts = items_of(state)
+    dicts = parts if parts is not None and len(parts) == 2 else (state,)
+    for part in dicts:
+        if _none(part):
+            continue
+        if not isinstance(part, Dict) or not part.complete:
+            raise Unprovable("a NumpyArrayWrapper whose state is not a plain dict")
+        for key, value in part.items.items():
+            if not isinstance(key, str):
+                raise Unprovable("a NumpyArrayWrapper state with a key that is not a string")
+            wrapper.attrs[key] = value
+
+
+def _dtype_facts(dtype: object, depth: int = 0) -> tuple[int, bool, bool]:
+    """(item size, holds Python objects, big-endian) of a pickled ``numpy.dtype``."""
+    if not isinstance(dtype, Dtype) or depth > 8:
+        raise Unprovable("an array dtype that is not a pickled numpy.dtype")
+    code = dtype.args[0] if dtype.args else None
+    state = items_of(dtype.state)
+    if not isinstance(code, str) or state is None or len(state) < 8:
+        raise Unprovable("a numpy.dtype without its type code and state")
+    byteorder, subarray, names, fields, elsize, _, flags = state[1:8]
+    if not isinstance(elsize, int) or not isinstance(flags, int):
+        raise Unprovable("a numpy.dtype state whose sizes are not numbers")
+    kind, digits = code.lstrip("<>=|")[:1], code.lstrip("<>=|")[1:]
+    size = elsize if elsize > 0 else int(digits) if digits.isdigit() else -1
+    if size < 0 or kind not in "biufcmMOSUV?":
+        raise Unprovable(f"numpy type code {code!r}")
+    has_object = kind == "O"
+    if not all(_none(part) for part in (subarray, names, fields)):
+        has_object |= _nested_objects(subarray, fields, depth)
+    if has_object != bool(flags & 1):  # numpy's own NPY_ITEM_HASOBJECT must agree
+        raise Unprovable("a numpy.dtype whose object flag contradicts its fields")
+    return size, has_object, byteorder == ">"
+
+
+def _nested_objects(subarray: object, fields: object, depth: int) -> bool:
+    found = False
+    sub = items_of(subarray)
+    if sub is not None:
+        found |= _dtype_facts(sub[0] if sub else None, depth + 1)[1]
+    if not _none(fields):
+        if not isinstance(fields, Dict) or not fields.complete:
+            raise Unprovable("a structured numpy.dtype whose fields cannot be read")
+        for value in fields.items.values():
+            entry = items_of(value)
+            found |= _dtype_facts(entry[0] if entry else None, depth + 1)[1]
+    return found
+
+
+def _spec(m: JoblibMachine, wrapper: Wrapper) -> ArraySpec:
+    shape = wrapper.attrs.get("shape")
+    if not isinstance(shape, tuple) or not all(type(d) is int and d >= 0 for d in shape):
+        raise Unprovable("a NumpyArrayWrapper whose shape is not a tuple of sizes")
+    dtype = wrapper.attrs.get("dtype")
+    size, has_object, big = _dtype_facts(dtype)
+    count = math.prod(shape)
+    if count * max(size, 1) >= 1 << 62:
+        raise Unprovable(f"an array of {count} elements")
+    align = wrapper.attrs.get("numpy_array_alignment_bytes")
+    padded = not (align is None or _none(align))
+    code = str(dtype.args[0]) if isinstance(dtype, Dtype) else "?"
+    scan = None
+    fields = items_of(dtype.state)[2:5] if isinstance(dtype, Dtype) else ()  # type: ignore[index]
+    plain = all(_none(f) for f in fields or ())
+    if plain and not big:
+        scan = _FLOATS.get(code.lstrip("<>=|"))
+    m.arrays += 1
+    return ArraySpec(
+        f"array {m.arrays}", code, shape, count * size, padded, has_object, scan, big and plain
+    )
+
+
+#: The joblib handlers, over the ordinary ones.
+JOBLIB_OPS: dict[str, Handler] = {
+    **OPS,
+    "EMPTY_DICT": _empty_dict,
+    "DICT": _dict,
+    "SETITEM": _setitems,
+    "SETITEMS": _setitems,
+    "REDUCE": _call,
+    "NEWOBJ": _call,
+    "NEWOBJ_EX": _call,
+    "BUILD": _build,
+}
