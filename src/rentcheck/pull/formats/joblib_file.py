@@ -205,11 +205,11 @@ class JoblibValidator:
         issues = pickle_issues(report, "joblib pickle", torch=False)
         for key, inner in walk.inner:
             issues += pickle_issues(inner, f"object array '{names.get(key, key)}'", torch=False)
+        extra = source.trailing() if not issues else 0
         if source.cut_short:
-            issues.append(
-                Issue(PICKLE_MALFORMED, f"the {codec} stream ends before its end (cut short)")
-            )
-        elif not issues and (extra := source.trailing()):
+            message = f"the {codec} stream ends before its end-of-stream marker (cut short)"
+            issues.append(Issue(PICKLE_MALFORMED, message))
+        elif extra:
             issues.append(
                 Issue(
                     PICKLE_MALFORMED,

@@ -2,10 +2,12 @@
 
 joblib picks the decompressor by the file's first bytes (zlib ``x``, gzip, bz2, xz, lzma-alone,
 lz4), never by its name, and reads through it as a stream. ``Source`` does the same in 1 MiB
-pieces with a bounded output: inflating past ``max(1 GiB, 1100 x the compressed size)`` (deflate
-cannot exceed 1032:1) is a decompression bomb. ``Unframer`` is pickle's: opcodes come from the
-current ``FRAME`` while it lasts, whereas joblib reads array bytes from the file itself.
-Nothing is written to disk; the decompressors are the standard library's (lz4 if installed).
+pieces, and only as far as the pickle reads. Its output is bounded: past 256 MiB, a stream that
+inflates more than 1100:1 is a decompression bomb (deflate cannot pass 1032:1, so zlib and gzip
+never do; bz2/xz/lzma can, and only an all-zero array that large would look like one).
+``Unframer`` is pickle's: opcodes come from the current ``FRAME`` while it lasts, whereas joblib
+reads array bytes from the file itself. Nothing is written to disk; the decompressors are the
+standard library's (lz4 if installed).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ __all__ = ["CODECS", "Capped", "Damaged", "Source", "Unframer", "sniff_codec"]
 
 _CHUNK = 1024 * 1024
 MAX_READ = 32 * 1024 * 1024  # one opcode argument, frame or line: as a bare pickle's cap
-_BOMB_FLOOR = 1 << 30
+_BOMB_FLOOR = 256 << 20
 _BOMB_RATIO = 1100
 #: (first bytes, codec) in joblib's order of detection (``_detect_compressor``).
 CODECS: tuple[tuple[bytes, str], ...] = (
@@ -116,8 +118,8 @@ class Source:
         self._produced += len(piece)
         if self._dec is not None and self._produced > self._cap:
             raise Capped(
-                f"the {self.codec} stream inflates past {self._cap} bytes "
-                f"({_BOMB_RATIO}:1 and more; deflate's limit is 1032:1): a decompression bomb"
+                f"the {self.codec} stream inflates past {self._cap} bytes, more than "
+                f"{_BOMB_RATIO}:1 (deflate's limit is 1032:1): a decompression bomb"
             )
         self._buf += piece
         return True
