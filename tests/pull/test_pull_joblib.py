@@ -226,3 +226,22 @@ def test_start_up_imports_neither_joblib_nor_zstandard_nor_numpy(tmp_path: Path)
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "[]", out.stderr  # int arrays: not even numpy was needed
+
+
+def test_an_object_array_state_shorter_than_its_shape_is_hostile(tmp_path: Path) -> None:
+    """numpy 2.4's ndarray.__setstate__ copies prod(shape) items out of an object array's list
+    without checking its length: joblib.load of this file segfaults (found by the differential
+    test). joblib.dump never writes it; rentcheck calls it hostile."""
+    path = tmp_path / "short.joblib"
+    joblib.dump({"o": np.array([1, 2, 3], dtype=object)}, path)
+    data = path.read_bytes()
+    inner = data.index(b"\x80\x05", 2)  # the object array's own pickle (protocol 5)
+    shape = data.index(b"K\x03\x85", inner)
+    path.write_bytes(data[:shape] + b"K\xfd" + data[shape + 2 :])  # 253 elements, 3 items
+    verdict, findings = verify_file(path)
+    assert verdict.kind == "joblib"
+    assert [f.code for f in findings] == ["RC514"]
+    assert "reads past the list" in findings[0].message
+    load = f"import joblib; joblib.load({str(path)!r})"
+    crashed = subprocess.run([sys.executable, "-c", load], capture_output=True)
+    assert crashed.returncode in (-11, 1)  # SIGSEGV with numpy 2.4.6; an error once fixed

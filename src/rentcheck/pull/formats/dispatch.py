@@ -75,8 +75,8 @@ def looks_like_pickle(head: bytes, *, size: int, named: bool = True) -> bool:
     """
     if len(head) >= 2 and head[0] == 0x80 and head[1] <= 5:
         return True
-    if not head or head[:1] not in b"(]}c)NIS":
-        return False
+    if not head or (head[:1] not in b"(]}c)NIS" and not named):
+        return False  # (pickle.load runs whatever opcode comes first)
     count = 0
     stream = io.BytesIO(head)
     with warnings.catch_warnings():
@@ -182,7 +182,15 @@ def choose_validator(
         return Choice("data", None)
     if head.startswith(NPY_MAGIC):
         return Choice("npy", NpyValidator(size, extra_allowed=allowed))
-    codec = joblib_codec(rel, head, size, pread)
+    codec = joblib_codec(
+        rel,
+        head,
+        size,
+        pread,
+        lambda data, named, whole: looks_like_pickle(
+            data, size=len(data) + (not whole), named=named
+        ),
+    )
     if codec is not None:  # joblib.load: compressed by content, arrays after their wrappers
         return Choice("joblib", JoblibValidator(size, pread, codec, extra_allowed=allowed))
     binary_pickle = head[:1] == b"\x80"

@@ -17,13 +17,13 @@ from __future__ import annotations
 import pickletools
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import replace
 from typing import IO, cast
 
 from rentcheck.pull.formats.base import Issue, PRead, TensorInfo
 from rentcheck.pull.formats.finite import FiniteScanner, nonfinite_issues, skipped_issue
 from rentcheck.pull.formats.joblib_machine import (
-    JOBLIB_GLOBALS,
     JOBLIB_OPS,
     ArraySpec,
     JoblibMachine,
@@ -37,7 +37,7 @@ from rentcheck.pull.formats.joblib_source import (
     sniff_codec,
 )
 from rentcheck.pull.formats.pickle_allowlist import ALLOWED_GLOBALS
-from rentcheck.pull.formats.pickle_machine import OPS, Handler, Machine, Malformed
+from rentcheck.pull.formats.pickle_machine import Handler, Machine, Malformed
 from rentcheck.pull.formats.pickle_safety import (
     GENOPS_ERRORS,
     MAX_OPS,
@@ -54,15 +54,19 @@ __all__ = ["JoblibValidator", "joblib_codec"]
 _MARK = b"joblib.numpy_pickle"
 _SUFFIXES = (".joblib", ".jbl")
 _WINDOW = 64 * 1024  # an uncompressed dump names its first wrapper within its first bytes
+_PEEK = 4096  # inflated bytes that decide whether a compressed file holds a pickle
 
 
-def joblib_codec(rel: str, head: bytes, size: int, pread: PRead) -> str | None:
+def joblib_codec(
+    rel: str, head: bytes, size: int, pread: PRead, is_pickle: Callable[[bytes, bool, bool], bool]
+) -> str | None:
     """``"none"`` or the compressor when the file is one ``joblib.load`` reads, else None.
 
-    A compressed file counts when it inflates to a pickle (joblib reads any such file), or when
-    it is named like a joblib or pickle file (``m.joblib``, ``m.pkl.gz``) and its stream is
-    damaged; an uncompressed pickle when it names joblib's array wrapper in its first 64 KiB or
-    is called ``*.joblib`` / ``*.jbl``.
+    joblib inflates whatever its first bytes name and unpickles the result, so a compressed
+    file counts when it is named like a joblib or pickle file (``m.joblib``, ``m.pkl.gz``) or
+    its first inflated bytes are a pickle (``is_pickle(data, named, complete)``); an
+    uncompressed file when it is called ``*.joblib`` / ``*.jbl`` or is a pickle that names
+    joblib's array wrapper in its first 64 KiB.
     """
     name = rel.rsplit("/", 1)[-1].lower()
     named = any(part in name for part in (*_SUFFIXES, ".pkl", ".pickle"))
@@ -71,17 +75,19 @@ def joblib_codec(rel: str, head: bytes, size: int, pread: PRead) -> str | None:
         codec = None  # not a zlib header (its check bits)
     if codec is not None:
         try:
-            first = Source(pread, size, codec, chunk=4096).read(2)
+            first = Source(pread, size, codec, chunk=4096).read(_PEEK)
         except ImportError:  # lz4 is not installed: the name decides
             return codec if named or name.endswith(".lz4") else None
         except Damaged:
             return codec if named else None
-        except Capped:
-            return None
-        return codec if len(first) == 2 and first[0] == 0x80 and 2 <= first[1] <= 5 else None
+        if named or (first and is_pickle(first, False, len(first) < _PEEK)):
+            return codec
+        return None
+    if name.endswith(_SUFFIXES):
+        return "none"  # whatever its first byte: the unpickler runs any opcode first
     if len(head) > 1 and head[0] == 0x80 and 2 <= head[1] <= 5:
         window = head if size <= len(head) else pread(0, min(size, _WINDOW))
-        if _MARK in window or name.endswith(_SUFFIXES):
+        if _MARK in window:
             return "none"
     return None
 
@@ -156,7 +162,7 @@ class _Walk:
         self.arrays.append(spec)
         what = f"{spec.key} ({spec.code}, shape {list(spec.shape)})"
         if spec.has_object:
-            report = self.pickle(Machine(self.allowed | JOBLIB_GLOBALS), OPS)
+            report = self.pickle(JoblibMachine(self.allowed, reads_arrays=False), JOBLIB_OPS)
             self.inner.append((spec.key, report))
             if report.malformed or report.capped:
                 raise _Stop

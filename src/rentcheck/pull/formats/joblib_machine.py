@@ -59,6 +59,14 @@ class Dict(Obj):
         self.complete = True  # False once an item was not kept
 
 
+class List(Obj):
+    __slots__ = ("count",)
+
+    def __init__(self, count: int = 0) -> None:
+        super().__init__(None, "builtins.list")
+        self.count = count
+
+
 class Wrapper(Obj):
     __slots__ = ("attrs",)
 
@@ -89,8 +97,12 @@ class ArraySpec:
 
 
 class JoblibMachine(Machine):
-    def __init__(self, allowed: frozenset[str]) -> None:
+    """``reads_arrays``: joblib's own unpickler (False: the plain one it runs for the nested
+    pickle of an object array, where a wrapper's BUILD is an ordinary BUILD)."""
+
+    def __init__(self, allowed: frozenset[str], *, reads_arrays: bool = True) -> None:
         super().__init__(allowed | JOBLIB_GLOBALS)
+        self.reads_arrays = reads_arrays
         self.tracked = 0
         self.arrays = 0
         self.pending: ArraySpec | None = None  # an array joblib reads right after this BUILD
@@ -114,23 +126,43 @@ def _record(target: object, pairs: list[tuple[object, object]]) -> None:
             target.items[key] = value
 
 
-def _empty_dict(m: Machine, name: str, arg: object) -> None:
+def _empty(m: Machine, name: str, arg: object) -> None:
     if isinstance(m, JoblibMachine) and m.track():
-        m.push(Dict())
+        m.push(Dict() if name == "EMPTY_DICT" else List())
     else:
         OPS[name](m, name, arg)
 
 
-def _dict(m: Machine, name: str, arg: object) -> None:
+def _replace_top(m: Machine, made: Obj) -> None:
+    """``made`` in place of the value an ordinary handler just pushed (its refs kept)."""
+    top = m.stack[-1]
+    if isinstance(top, Obj) and top.refs is not NO_REFS:
+        made.refs = top.refs
+    m.stack[-1] = made
+
+
+def _container(m: Machine, name: str, arg: object) -> None:
     items = list(m.stack[m.marks[-1] :]) if m.marks else []
     OPS[name](m, name, arg)
-    if isinstance(m, JoblibMachine) and m.track():
+    if not isinstance(m, JoblibMachine) or not m.track():
+        return
+    if name == "DICT":
         made = Dict()
-        top = m.stack[-1]
-        if isinstance(top, Obj) and top.refs is not NO_REFS:
-            made.refs = top.refs
         _record(made, list(zip(items[::2], items[1::2], strict=False)))
-        m.stack[-1] = made
+        _replace_top(m, made)
+    else:
+        _replace_top(m, List(len(items)))
+
+
+def _appends(m: Machine, name: str, arg: object) -> None:
+    if name == "APPEND":
+        target, n = (m.stack[-2] if len(m.stack) >= 2 else None), 1
+    else:
+        at = m.marks[-1] if m.marks else 0
+        target, n = (m.stack[at - 1] if at else None), len(m.stack) - at
+    OPS[name](m, name, arg)
+    if isinstance(target, List):
+        target.count += n
 
 
 def _setitems(m: Machine, name: str, arg: object) -> None:
@@ -154,7 +186,7 @@ def _call(m: Machine, name: str, arg: object) -> None:
     if not isinstance(func, Global) or not isinstance(m, JoblibMachine) or not m.track():
         return
     made: Obj | None = None
-    if func.name == WRAPPER:
+    if func.name == WRAPPER and m.reads_arrays:
         wrapper = Wrapper(func.name)
         if name == "REDUCE":  # NumpyArrayWrapper(...) runs __init__; NEWOBJ only __new__
             given = args or ()
@@ -166,10 +198,7 @@ def _call(m: Machine, name: str, arg: object) -> None:
     elif func.name == "numpy.dtype" and args is not None:
         made = Dtype(func.name, args)
     if made is not None:
-        top = m.stack[-1]
-        if isinstance(top, Obj) and top.refs is not NO_REFS:
-            made.refs = top.refs
-        m.stack[-1] = made
+        _replace_top(m, made)
 
 
 def _build(m: Machine, name: str, arg: object) -> None:
@@ -178,6 +207,8 @@ def _build(m: Machine, name: str, arg: object) -> None:
     OPS[name](m, name, arg)
     if isinstance(target, Dtype):
         target.state = state
+    elif isinstance(target, Obj) and target.type == "numpy.ndarray":
+        _check_array_state(m, state)
     if not isinstance(target, Wrapper) or not isinstance(m, JoblibMachine):
         return
     _set_attributes(target, state)
@@ -185,6 +216,30 @@ def _build(m: Machine, name: str, arg: object) -> None:
     result = Obj(WRAPPER, "numpy.ndarray")
     result.refs = [("", m.pending.key)]
     m.stack[-1] = result
+
+
+def _check_array_state(m: Machine, state: object) -> None:
+    """``ndarray.__setstate__((version, shape, dtype, fortran, data))`` of an object array
+    copies ``prod(shape)`` items out of the list ``data``: numpy 2.4 does not check its length,
+    and a shorter list crashes the loader (a read past the list: memory corruption)."""
+    parts = items_of(state)
+    if parts is None or len(parts) != 5:
+        return
+    shape, dtype, data = parts[1], parts[2], parts[4]
+    try:
+        has_object = _dtype_facts(dtype)[1]
+    except Unprovable:
+        return  # not a dtype this machine followed: numpy checks the rest itself
+    dims = items_of(shape)
+    if not has_object or dims is None or not all(type(d) is int for d in dims):
+        return
+    need = math.prod(int(d) for d in dims)  # type: ignore[call-overload]
+    if not isinstance(data, List) or data.count < need:
+        have = f"a list of {data.count}" if isinstance(data, List) else "no list it can count"
+        m.flag(
+            f"BUILD gives a numpy object array of {need} elements {have}: numpy's __setstate__ "
+            "reads past the list (the loader crashes; memory corruption)"
+        )
 
 
 def _set_attributes(wrapper: Wrapper, state: object) -> None:
@@ -267,8 +322,12 @@ def _spec(m: JoblibMachine, wrapper: Wrapper) -> ArraySpec:
 #: The joblib handlers, over the ordinary ones.
 JOBLIB_OPS: dict[str, Handler] = {
     **OPS,
-    "EMPTY_DICT": _empty_dict,
-    "DICT": _dict,
+    "EMPTY_DICT": _empty,
+    "EMPTY_LIST": _empty,
+    "DICT": _container,
+    "LIST": _container,
+    "APPEND": _appends,
+    "APPENDS": _appends,
     "SETITEM": _setitems,
     "SETITEMS": _setitems,
     "REDUCE": _call,
