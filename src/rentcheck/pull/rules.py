@@ -559,17 +559,22 @@ PULL_RULES: tuple[Rule, ...] = (
         code=COMPRESSED_RANGE_UNSCANNED,
         name="compressed-range-unscanned",
         summary=(
-            "A compressed part of a checkpoint (a DCP range written with the ZStandard "
-            "extension) could not be decompressed here, so only its digest was checked."
+            "A compressed checkpoint or part of one (a DCP range written with the ZStandard "
+            "extension, an lz4 joblib file) could not be decompressed here, so only its digest "
+            "was checked."
         ),
         why=(
-            "DCP's loader decompresses each range with zstandard or pyzstd and then reads it "
-            "as a torch.save archive; without the module here its structure and NaN/Inf were "
-            "not checked, and a NaN weight in it would pass unseen."
+            "DCP's loader decompresses each such range with zstandard or pyzstd, joblib an lz4 "
+            "file with lz4, and then reads what comes out; without that module here its "
+            "structure, safety and NaN/Inf were not checked, and a NaN weight in it would pass "
+            "unseen."
         ),
         example_bad="FileSystemWriter(path, _extensions=[ZStandard()]) ranges, zstandard missing",
         example_good="pip install zstandard, then verify again",
-        fix="Install zstandard (`pip install zstandard`) where rentcheck runs and verify again.",
+        fix=(
+            "Install the module it names (`pip install zstandard`, `pip install lz4`) where "
+            "rentcheck runs and verify again."
+        ),
         family="pull",
         default_severity=Severity.WARNING,
         fix_applicability=Applicability.NONE,

@@ -309,14 +309,20 @@ def _spec(m: JoblibMachine, wrapper: Wrapper) -> ArraySpec:
     padded = not (align is None or _none(align))
     code = str(dtype.args[0]) if isinstance(dtype, Dtype) else "?"
     scan = None
-    fields = items_of(dtype.state)[2:5] if isinstance(dtype, Dtype) else ()  # type: ignore[index]
-    plain = all(_none(f) for f in fields or ())
+    state = (items_of(dtype.state) or ()) if isinstance(dtype, Dtype) else ()
+    plain = all(_none(f) for f in state[2:5])  # no subarray, names or fields
     if plain and not big:
         scan = _FLOATS.get(code.lstrip("<>=|"))
     m.arrays += 1
     return ArraySpec(
         f"array {m.arrays}", code, shape, count * size, padded, has_object, scan, big and plain
     )
+
+
+def _proto(m: Machine, name: str, arg: object) -> None:
+    if name == "PROTO" and isinstance(arg, int) and arg > 5:  # pickle.HIGHEST_PROTOCOL
+        raise Malformed(f"unsupported pickle protocol: {arg}")  # as pickle's unpickler says
+    OPS[name](m, name, arg)
 
 
 #: The joblib handlers, over the ordinary ones.
@@ -334,4 +340,5 @@ JOBLIB_OPS: dict[str, Handler] = {
     "NEWOBJ": _call,
     "NEWOBJ_EX": _call,
     "BUILD": _build,
+    "PROTO": _proto,
 }
