@@ -107,6 +107,11 @@ def test_nan_truncation_and_damage_are_caught(tmp_path: Path) -> None:
     data[len(data) // 2] ^= 0x40
     path.write_bytes(bytes(data))
     assert _errors(path) == ["RC513"]
+    data[len(data) // 2] ^= 0x40
+    data[-1] ^= 0x01  # the zlib stream's Adler-32, read only after the pickle's STOP
+    path.write_bytes(bytes(data))
+    _, findings = verify_file(path)
+    assert [f.code for f in findings] == ["RC513"] and "incorrect data check" in findings[0].message
     path = tmp_path / "trailing.joblib"
     joblib.dump({"w": np.arange(10.0)}, path)
     path.write_bytes(path.read_bytes() + b"\0" * 7)

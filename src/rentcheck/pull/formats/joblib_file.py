@@ -211,7 +211,11 @@ class JoblibValidator:
         issues = pickle_issues(report, "joblib pickle", torch=False)
         for key, inner in walk.inner:
             issues += pickle_issues(inner, f"object array '{names.get(key, key)}'", torch=False)
-        extra = source.trailing() if not issues else 0
+        try:
+            extra = source.trailing() if not issues else 0
+        except (Damaged, Capped) as exc:  # after STOP: its checksum, or more than it holds
+            extra = 0
+            issues.append(Issue(PICKLE_MALFORMED, f"after the joblib stream: {exc}"))
         if source.cut_short:
             message = f"the {codec} stream ends before its end-of-stream marker (cut short)"
             issues.append(Issue(PICKLE_MALFORMED, message))
