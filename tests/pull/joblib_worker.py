@@ -1,13 +1,15 @@
 """joblib's own loader, kept in one subprocess for the joblib differential test.
 
-Reads one JSON request per line, ``{"path": ...}``; answers one JSON line: whether
-``joblib.load`` accepted the file and every global its unpickler looked up (the
+Reads one JSON request per line, ``{"path": ..., "mode": "joblib" | "pickle"}``; answers one
+JSON line: whether ``joblib.load`` (or plain ``pickle.load``, as DCP or a training script would
+read the same file) accepted it and every global its unpickler looked up (the
 ``pickle.find_class`` audit event, raw module and name) or anything it imported or ran.
 """
 
 from __future__ import annotations
 
 import json
+import pickle
 import sys
 import warnings
 
@@ -42,7 +44,11 @@ def main() -> None:
         ok = True
         RECORDING[0] = True
         try:
-            joblib.load(request["path"])  # the reference loader, beside a canary
+            if request.get("mode") == "pickle":
+                with open(request["path"], "rb") as f:
+                    pickle.load(f)  # noqa: S301 - a reference loader, beside a canary
+            else:
+                joblib.load(request["path"])  # the reference loader, beside a canary
         except BaseException:  # noqa: BLE001 - any refusal is the verdict
             ok = False
         finally:

@@ -263,3 +263,68 @@ def test_an_lz4_joblib_file_without_lz4_says_so(tmp_path: Path) -> None:
     verdict, findings = verify_file(path)
     assert (verdict.kind, [f.code for f in findings]) == ("joblib", ["RC537"])
     assert "lz4 module is not installed" in findings[0].message
+
+
+class _NoTell(io.RawIOBase):
+    """A write-only stream without tell(): joblib.dump then writes no alignment padding."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: object) -> int:
+        view = memoryview(b)  # type: ignore[arg-type]
+        self.data += view
+        return len(view)
+
+
+def _two_faced(code: str) -> bytes:
+    """A joblib file whose uint8 array *is* a pickle: joblib.load reads data, pickle.load (DCP's
+    .metadata reader, a training script's loader) runs the array's bytes as opcodes."""
+    text = code.encode()
+    payload = b"cbuiltins\nexec\n(X" + len(text).to_bytes(4, "little") + text + b"tR."
+    out = _NoTell()
+    joblib.dump({"w": np.frombuffer(payload, np.uint8)}, out, protocol=2)
+    return bytes(out.data)
+
+
+def test_a_file_that_reads_one_way_to_joblib_and_another_to_pickle_is_hostile(
+    tmp_path: Path,
+) -> None:
+    proof, canary = tmp_path / "proof", tmp_path / "canary"
+    live = tmp_path / "live.pkl"
+    live.write_bytes(_two_faced(f"open({str(proof)!r}, 'w').write('ran')"))
+    assert isinstance(joblib.load(live)["w"], np.ndarray) and not proof.exists()
+    script = f"import pickle; pickle.load(open({str(live)!r}, 'rb'))"
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
+    assert proof.exists()  # pickle.load ran the "array"
+    path = tmp_path / "model.pkl"
+    path.write_bytes(_two_faced(f"open({str(canary)!r}, 'w').write('ran')"))
+    verdict, findings = verify_file(path)
+    assert verdict.kind == "joblib"
+    assert [f.code for f in findings] == ["RC514"], findings
+    assert "pickle.load would run the array's bytes" in findings[0].message
+    assert not canary.exists()
+
+
+def test_a_pkl_whose_first_array_holds_objects_is_judged_for_pickle_load_too(
+    tmp_path: Path,
+) -> None:
+    """joblib reads an object array's nested pickle with a fresh memo, plain pickle.load with
+    the outer one: a real dump read by pickle.load looks up a name its shifted memo makes up
+    (here 'NumpyArrayWrapper.dtype'); a crafted one could look up os.system the same way. A
+    file of another name than *.joblib may be read by pickle.load, so it is held to both."""
+    value = {"names": np.array(["a", "b"], dtype=object), "w": np.ones(3)}
+    joblib.dump(value, tmp_path / "model.joblib")
+    (tmp_path / "model.pkl").write_bytes((tmp_path / "model.joblib").read_bytes())
+    assert _codes(tmp_path / "model.joblib") == []
+    _, findings = verify_file(tmp_path / "model.pkl")
+    assert [f.code for f in findings] == ["RC514"]
+    assert "'NumpyArrayWrapper.dtype'" in findings[0].message
+    load = f"import pickle; pickle.load(open({str(tmp_path / 'model.pkl')!r}, 'rb'))"
+    out = subprocess.run([sys.executable, "-c", load], capture_output=True, text=True)
+    assert "No module named 'NumpyArrayWrapper'" in out.stderr  # what pickle.load really does
+    joblib.dump({"w": np.ones(3), **value}, tmp_path / "floats_first.pkl")
+    assert _codes(tmp_path / "floats_first.pkl") == []  # pickle.load stops at the padding byte

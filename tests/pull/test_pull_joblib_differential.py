@@ -1,6 +1,7 @@
 """Differential check for joblib files: whenever rentcheck accepts one, joblib.load of it (in a
 subprocess with an audit hook, beside a canary) looks up nothing outside the allow-list and
-imports or runs nothing.
+imports or runs nothing; nor does plain pickle.load of the same file (DCP, a training script),
+which reads the array bytes as opcodes.
 
 hypothesis builds real joblib.dump output (arrays of several dtypes and layouts, plain values,
 object arrays, sometimes a payload), then may splice opcodes into it (the stream joblib reads,
@@ -45,9 +46,9 @@ class Worker:
             text=True, cwd=canary.parent,
         )  # fmt: skip
 
-    def ask(self, path: Path) -> dict[str, object]:
+    def ask(self, path: Path, mode: str) -> dict[str, object]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps({"path": str(path)}) + "\n")
+        self.proc.stdin.write(json.dumps({"path": str(path), "mode": mode}) + "\n")
         self.proc.stdin.flush()
         answer: dict[str, object] = json.loads(self.proc.stdout.readline())
         return answer
@@ -134,14 +135,16 @@ def joblib_files(draw: st.DrawFn) -> bytes:
 def test_when_rentcheck_accepts_a_joblib_file_joblib_load_reaches_nothing_unlisted(
     worker: Worker, tmp_path: Path, data: bytes
 ) -> None:
-    path = tmp_path / "fuzz.joblib"
-    path.write_bytes(data)
-    _, findings = verify_file(path)
-    if any(f.severity >= Severity.ERROR for f in findings):
-        return
-    answer = worker.ask(path)
-    events = answer["events"]
-    assert isinstance(events, list)
-    reached = [name for what, name in events if what == "find_class"]
-    assert all(name in ALLOWED for name in reached), (data, reached)
-    assert not [e for e in events if e[0] != "find_class"], (data, events)
+    # *.joblib: read by joblib.load; *.pkl: by joblib.load or plain pickle.load, both checked
+    for name, modes in (("fuzz.joblib", ("joblib",)), ("fuzz.pkl", ("joblib", "pickle"))):
+        path = tmp_path / name
+        path.write_bytes(data)
+        _, findings = verify_file(path)
+        if any(f.severity >= Severity.ERROR for f in findings):
+            continue
+        for mode in modes:
+            events = worker.ask(path, mode)["events"]
+            assert isinstance(events, list)
+            reached = [name for what, name in events if what == "find_class"]
+            assert all(name in ALLOWED for name in reached), (name, mode, data, reached)
+            assert not [e for e in events if e[0] != "find_class"], (name, mode, data, events)

@@ -47,13 +47,15 @@ from rentcheck.pull.formats.pickle_safety import (
     step,
 )
 from rentcheck.pull.formats.torchzip import pickle_issues
-from rentcheck.pull.rules import COMPRESSED_RANGE_UNSCANNED, PICKLE_MALFORMED
+from rentcheck.pull.rules import COMPRESSED_RANGE_UNSCANNED, PICKLE_MALFORMED, UNSAFE_PICKLE
 
 __all__ = ["JoblibValidator", "joblib_codec"]
 
 _MARK = b"joblib.numpy_pickle"
 _SUFFIXES = (".joblib", ".jbl")
 _WINDOW = 64 * 1024  # an uncompressed dump names its first wrapper within its first bytes
+#: Every byte that starts a pickle opcode.
+_OPCODES = frozenset(op.code.encode("latin-1") for op in pickletools.opcodes)
 _PEEK = 4096  # inflated bytes that decide whether a compressed file holds a pickle
 
 
@@ -99,8 +101,9 @@ class _Stop(Exception):
 class _Walk:
     """One pass over the stream as joblib's unpickler reads it."""
 
-    def __init__(self, source: Source, allowed: frozenset[str]) -> None:
+    def __init__(self, source: Source, allowed: frozenset[str], *, plain_readable: bool) -> None:
         self.source = source
+        self.plain_readable = plain_readable  # pickle.load may read this file too
         self.allowed = allowed
         self.scanner = FiniteScanner()
         self.fed = 0  # bytes given to the scanner (its own coordinates)
@@ -108,13 +111,19 @@ class _Walk:
         self.deadline = time.monotonic() + MAX_SCAN_SECONDS
         self.arrays: list[ArraySpec] = []
         self.inner: list[tuple[str, PickleReport]] = []
+        self.dual: str | None = None  # why pickle.load would read the stream differently
 
     def _feed(self, piece: memoryview) -> None:
         self.scanner.feed(piece)
         self.fed += len(piece)
 
-    def pickle(self, m: Machine, handlers: dict[str, Handler]) -> PickleReport:
-        """Run one pickle to its STOP (the outer stream, or an object array's)."""
+    def pickle(
+        self, m: Machine, handlers: dict[str, Handler], shadow: Machine | None = None
+    ) -> PickleReport:
+        """Run one pickle to its STOP (the outer stream, or an object array's).
+
+        ``shadow``: the outer stream as plain ``pickle.load`` would go on into this nested
+        pickle (its stack and memo, not fresh ones), stepped in lockstep until it stops."""
         reader = Unframer(self.source)
         ops = pickletools.genops(cast("IO[bytes]", reader))
         malformed, count = None, 0
@@ -137,6 +146,12 @@ class _Walk:
                     if not count & 0xFFF and time.monotonic() > self.deadline:
                         m.capped = f"analysis took more than {MAX_SCAN_SECONDS:g} s"
                         raise _Stop
+                    if shadow is not None:
+                        try:
+                            if step(shadow, opcode.name, arg, handlers):
+                                shadow = None
+                        except (Malformed, Unprovable):
+                            shadow = None  # pickle.load raises here: nothing after it runs
                     if step(m, opcode.name, arg, handlers):
                         break
                     if opcode.name == "FRAME":
@@ -146,7 +161,7 @@ class _Walk:
                             raise Malformed(str(exc)) from None
                     if isinstance(m, JoblibMachine) and m.pending is not None:
                         spec, m.pending = m.pending, None
-                        self.array(spec)
+                        self.array(spec, m, reader)
             except Malformed as exc:
                 malformed = str(exc)
             except Damaged as exc:
@@ -157,13 +172,41 @@ class _Walk:
                 malformed = malformed or (None if m.capped else "stopped at an object array")
         return report_of(m, end=self.source.pos, malformed=malformed, ops=count)
 
-    def array(self, spec: ArraySpec) -> None:
+    def array(self, spec: ArraySpec, outer: Machine, reader: Unframer) -> None:
         """The bytes joblib reads for one array, right after its wrapper's BUILD."""
+        first = not self.arrays and self.plain_readable
         self.arrays.append(spec)
         what = f"{spec.key} ({spec.code}, shape {list(spec.shape)})"
+        shadow = None
+        # Plain pickle.load (DCP, a training script) reads the same opcodes up to the first
+        # array, then its bytes as opcodes. joblib >= 1.2 puts a padding length there (1..16,
+        # no opcode), so pickle.load of a real dump stops at it; an object array's nested
+        # pickle it runs on with the outer stack and memo, judged by a shadow machine.
+        if first and spec.has_object and reader.in_frame():
+            self.dual = (
+                f"{what}: the frame of its wrapper goes on past the BUILD (joblib.dump ends it "
+                "there), so pickle.load would read other opcodes than joblib.load"
+            )
+        elif first and spec.has_object and isinstance(outer, JoblibMachine):
+            shadow = outer.plain_copy()
+        elif first and not spec.has_object and self.source.peek() in _OPCODES:
+            self.dual = (
+                f"{what}: its first byte is a pickle opcode, so pickle.load would run the "
+                "array's bytes as opcodes where joblib.load reads them as data (joblib >= 1.2 "
+                "writes a padding byte there that is no opcode)"
+            )
         if spec.has_object:
-            report = self.pickle(JoblibMachine(self.allowed, reads_arrays=False), JOBLIB_OPS)
+            report = self.pickle(
+                JoblibMachine(self.allowed, reads_arrays=False), JOBLIB_OPS, shadow
+            )
             self.inner.append((spec.key, report))
+            extra = [u for u in (shadow.unsafe if shadow else ()) if u not in report.unsafe]
+            if extra and self.dual is None:
+                self.dual = (
+                    f"{what}: plain pickle.load (which may read a file of this name) runs its "
+                    f"nested pickle on the outer stream's memo and so {extra[0]}; joblib.load "
+                    "reads it as checked: if only joblib.load reads it, name it *.joblib"
+                )
             if report.malformed or report.capped:
                 raise _Stop
             return
@@ -182,9 +225,17 @@ class _Walk:
 
 class JoblibValidator:
     def __init__(
-        self, file_size: int, pread: PRead, codec: str, *, extra_allowed: tuple[str, ...] = ()
+        self,
+        file_size: int,
+        pread: PRead,
+        codec: str,
+        *,
+        rel: str = "",
+        extra_allowed: tuple[str, ...] = (),
     ) -> None:
-        self._size, self._pread, self._codec = file_size, pread, codec
+        """``rel``: the file's name; a ``*.joblib`` / ``*.jbl`` or a compressed file is read by
+        joblib.load only, any other also by plain pickle.load (both must be safe)."""
+        self._size, self._pread, self._codec, self._rel = file_size, pread, codec, rel
         self._allowed = ALLOWED_GLOBALS | frozenset(extra_allowed)
         self.tensors: tuple[TensorInfo, ...] = ()
 
@@ -203,12 +254,15 @@ class JoblibValidator:
                     f"the {codec} module is not installed; its digest was checked",
                 )
             ]
-        walk = _Walk(source, self._allowed)
+        named = self._rel.rsplit("/", 1)[-1].lower().endswith(_SUFFIXES)
+        walk = _Walk(source, self._allowed, plain_readable=codec is None and not named)
         m = JoblibMachine(self._allowed)
         report = walk.pickle(m, JOBLIB_OPS)
         top = m.stack[-1:] if report.malformed is None and not report.capped else []
         names = {key: path for value in top for path, key in m.refs_of(value) if path}
         issues = pickle_issues(report, "joblib pickle", torch=False)
+        if walk.dual is not None:
+            issues.append(Issue(UNSAFE_PICKLE, walk.dual))
         for key, inner in walk.inner:
             issues += pickle_issues(inner, f"object array '{names.get(key, key)}'", torch=False)
         try:

@@ -13,6 +13,7 @@ will read and how to scan them. Anything it cannot settle exactly is ``Unprovabl
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ WRAPPER = "joblib.numpy_pickle.NumpyArrayWrapper"
 JOBLIB_GLOBALS: frozenset[str] = frozenset(
     {WRAPPER, "numpy.ndarray", "numpy.matrix", "numpy.memmap", "numpy.dtype", *NUMPY_GLOBALS}
 )
+_SERIALS = itertools.count()
 MAX_TRACKED = 200_000  # dicts, wrappers and dtypes whose contents are kept
 MAX_ITEMS = 64  # items kept per dict: a wrapper's state has six, a dtype's fields a few dozen
 _WRAPPER_ARGS = ("subclass", "shape", "order", "dtype", "allow_mmap", "numpy_array_alignment_bytes")
@@ -50,36 +52,47 @@ class Unprovable(Exception):
     """The stream builds something joblib.dump never writes, so its layout cannot be proved."""
 
 
-class Dict(Obj):
+class Owned(Obj):
+    """A value whose contents this module keeps; only the machine that made it changes them
+    (a shadow machine sees another's values but must not alter what that one reads)."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: int, call: str | None, type_: str) -> None:
+        super().__init__(call, type_)
+        self.owner = owner
+
+
+class Dict(Owned):
     __slots__ = ("complete", "items")
 
-    def __init__(self) -> None:
-        super().__init__(None, "builtins.dict")
+    def __init__(self, owner: int) -> None:
+        super().__init__(owner, None, "builtins.dict")
         self.items: dict[object, object] = {}
         self.complete = True  # False once an item was not kept
 
 
-class List(Obj):
+class List(Owned):
     __slots__ = ("count",)
 
-    def __init__(self, count: int = 0) -> None:
-        super().__init__(None, "builtins.list")
+    def __init__(self, owner: int, count: int = 0) -> None:
+        super().__init__(owner, None, "builtins.list")
         self.count = count
 
 
-class Wrapper(Obj):
+class Wrapper(Owned):
     __slots__ = ("attrs",)
 
-    def __init__(self, call: str) -> None:
-        super().__init__(call, WRAPPER)
+    def __init__(self, owner: int, call: str) -> None:
+        super().__init__(owner, call, WRAPPER)
         self.attrs: dict[str, object] = {}
 
 
-class Dtype(Obj):
+class Dtype(Owned):
     __slots__ = ("args", "state")
 
-    def __init__(self, call: str, args: tuple[object, ...]) -> None:
-        super().__init__(call, "numpy.dtype")
+    def __init__(self, owner: int, call: str, args: tuple[object, ...]) -> None:
+        super().__init__(owner, call, "numpy.dtype")
         self.args = args
         self.state: object = None
 
@@ -103,9 +116,20 @@ class JoblibMachine(Machine):
     def __init__(self, allowed: frozenset[str], *, reads_arrays: bool = True) -> None:
         super().__init__(allowed | JOBLIB_GLOBALS)
         self.reads_arrays = reads_arrays
+        self.serial = next(_SERIALS)  # the owner of the values it makes
         self.tracked = 0
         self.arrays = 0
         self.pending: ArraySpec | None = None  # an array joblib reads right after this BUILD
+
+    def plain_copy(self) -> JoblibMachine:
+        """This machine as plain ``pickle.load`` would go on from here: wrappers are ordinary
+        objects; stack, marks and memo copied; their values shared, and never changed by the
+        copy (see ``Owned``)."""
+        other = JoblibMachine(self.allowed, reads_arrays=False)
+        other.stack, other.marks, other.memo = list(self.stack), list(self.marks), dict(self.memo)
+        other.globals = dict(self.globals)
+        other.tracked = self.tracked
+        return other
 
     def track(self) -> bool:
         self.tracked += 1
@@ -116,8 +140,12 @@ def _none(value: object) -> bool:
     return isinstance(value, Leaf) and value.kind == "none"
 
 
-def _record(target: object, pairs: list[tuple[object, object]]) -> None:
-    if not isinstance(target, Dict):
+def _owns(m: Machine, value: object) -> bool:
+    return isinstance(m, JoblibMachine) and isinstance(value, Owned) and value.owner == m.serial
+
+
+def _record(m: Machine, target: object, pairs: list[tuple[object, object]]) -> None:
+    if not isinstance(target, Dict) or not _owns(m, target):
         return
     for key, value in pairs:
         if len(target.items) >= MAX_ITEMS and key not in target.items:
@@ -128,7 +156,7 @@ def _record(target: object, pairs: list[tuple[object, object]]) -> None:
 
 def _empty(m: Machine, name: str, arg: object) -> None:
     if isinstance(m, JoblibMachine) and m.track():
-        m.push(Dict() if name == "EMPTY_DICT" else List())
+        m.push(Dict(m.serial) if name == "EMPTY_DICT" else List(m.serial))
     else:
         OPS[name](m, name, arg)
 
@@ -147,11 +175,11 @@ def _container(m: Machine, name: str, arg: object) -> None:
     if not isinstance(m, JoblibMachine) or not m.track():
         return
     if name == "DICT":
-        made = Dict()
-        _record(made, list(zip(items[::2], items[1::2], strict=False)))
+        made = Dict(m.serial)
+        _record(m, made, list(zip(items[::2], items[1::2], strict=False)))
         _replace_top(m, made)
     else:
-        _replace_top(m, List(len(items)))
+        _replace_top(m, List(m.serial, len(items)))
 
 
 def _appends(m: Machine, name: str, arg: object) -> None:
@@ -161,7 +189,7 @@ def _appends(m: Machine, name: str, arg: object) -> None:
         at = m.marks[-1] if m.marks else 0
         target, n = (m.stack[at - 1] if at else None), len(m.stack) - at
     OPS[name](m, name, arg)
-    if isinstance(target, List):
+    if isinstance(target, List) and _owns(m, target):
         target.count += n
 
 
@@ -175,7 +203,7 @@ def _setitems(m: Machine, name: str, arg: object) -> None:
         flat = m.stack[at:]
         pairs = list(zip(flat[::2], flat[1::2], strict=False))
     OPS[name](m, name, arg)
-    _record(target, pairs)
+    _record(m, target, pairs)
 
 
 def _call(m: Machine, name: str, arg: object) -> None:
@@ -187,7 +215,7 @@ def _call(m: Machine, name: str, arg: object) -> None:
         return
     made: Obj | None = None
     if func.name == WRAPPER and m.reads_arrays:
-        wrapper = Wrapper(func.name)
+        wrapper = Wrapper(m.serial, func.name)
         if name == "REDUCE":  # NumpyArrayWrapper(...) runs __init__; NEWOBJ only __new__
             given = args or ()
             if not 4 <= len(given) <= len(_WRAPPER_ARGS):
@@ -196,7 +224,7 @@ def _call(m: Machine, name: str, arg: object) -> None:
             wrapper.attrs.update(zip(_WRAPPER_ARGS, given, strict=False))
         made = wrapper
     elif func.name == "numpy.dtype" and args is not None:
-        made = Dtype(func.name, args)
+        made = Dtype(m.serial, func.name, args)
     if made is not None:
         _replace_top(m, made)
 
@@ -205,12 +233,12 @@ def _build(m: Machine, name: str, arg: object) -> None:
     state = m.stack[-1] if len(m.stack) >= 2 else None
     target = m.stack[-2] if len(m.stack) >= 2 else None
     OPS[name](m, name, arg)
-    if isinstance(target, Dtype):
+    if isinstance(target, Dtype) and _owns(m, target):
         target.state = state
     elif isinstance(target, Obj) and target.type == "numpy.ndarray":
         _check_array_state(m, state)
-    if not isinstance(target, Wrapper) or not isinstance(m, JoblibMachine):
-        return
+    if not isinstance(target, Wrapper) or not isinstance(m, JoblibMachine) or not m.reads_arrays:
+        return  # a plain unpickler's BUILD: attributes only
     _set_attributes(target, state)
     m.pending = _spec(m, target)
     result = Obj(WRAPPER, "numpy.ndarray")

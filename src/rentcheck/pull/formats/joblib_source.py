@@ -138,6 +138,12 @@ class Source:
             pass
         return self._take(n)
 
+    def peek(self) -> bytes:
+        """The next byte, not consumed (empty at the end of the stream)."""
+        if self._off >= len(self._buf):
+            self._more()
+        return bytes(self._buf[self._off : self._off + 1])
+
     def readline(self) -> bytes:
         while (end := self._buf.find(b"\n", self._off)) < 0:
             if len(self._buf) - self._off > MAX_READ:
@@ -209,6 +215,10 @@ class Unframer:
             self._at = end + 1
             return data
         return self.source.readline()
+
+    def in_frame(self) -> bool:
+        """Whether opcodes are still being read from a frame that is not exhausted."""
+        return self._frame is not None and self._at < len(self._frame)
 
     def load_frame(self, size: object) -> None:
         if self._frame is not None and self._at < len(self._frame):
