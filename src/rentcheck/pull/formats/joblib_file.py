@@ -23,12 +23,7 @@ from typing import IO, cast
 
 from rentcheck.pull.formats.base import Issue, PRead, TensorInfo
 from rentcheck.pull.formats.finite import FiniteScanner, nonfinite_issues, skipped_issue
-from rentcheck.pull.formats.joblib_machine import (
-    JOBLIB_OPS,
-    ArraySpec,
-    JoblibMachine,
-    Unprovable,
-)
+from rentcheck.pull.formats.joblib_machine import JOBLIB_OPS, JoblibMachine
 from rentcheck.pull.formats.joblib_source import (
     Capped,
     Damaged,
@@ -36,6 +31,7 @@ from rentcheck.pull.formats.joblib_source import (
     Unframer,
     sniff_codec,
 )
+from rentcheck.pull.formats.joblib_values import ArraySpec, Unprovable
 from rentcheck.pull.formats.pickle_allowlist import ALLOWED_GLOBALS
 from rentcheck.pull.formats.pickle_machine import Handler, Machine, Malformed
 from rentcheck.pull.formats.pickle_safety import (

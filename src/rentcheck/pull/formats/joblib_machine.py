@@ -7,16 +7,28 @@
 top is such a wrapper it reads the array straight from the file (a padding-length byte and
 padding first when the alignment is set; an object array is a nested pickle instead). So this
 machine keeps what the ordinary one forgets: the items of dicts, the attributes of wrappers and
-the arguments and state of ``numpy.dtype`` calls, enough to know exactly how many bytes joblib
-will read and how to scan them. Anything it cannot settle exactly is ``Unprovable``.
+the arguments and state of ``numpy.dtype`` calls (``joblib_values``), enough to know exactly how
+many bytes joblib will read and how to scan them.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 
+from rentcheck.pull.formats.joblib_values import (
+    WRAPPER,
+    ArraySpec,
+    Dict,
+    Dtype,
+    List,
+    Owned,
+    Unprovable,
+    Wrapper,
+    array_spec,
+    dtype_facts,
+    is_none,
+)
 from rentcheck.pull.formats.pickle_allowlist import NUMPY_GLOBALS
 from rentcheck.pull.formats.pickle_machine import (
     NO_REFS,
@@ -30,9 +42,8 @@ from rentcheck.pull.formats.pickle_machine import (
     items_of,
 )
 
-__all__ = ["JOBLIB_GLOBALS", "WRAPPER", "ArraySpec", "JoblibMachine", "Unprovable"]
+__all__ = ["JOBLIB_GLOBALS", "JOBLIB_OPS", "JoblibMachine"]
 
-WRAPPER = "joblib.numpy_pickle.NumpyArrayWrapper"
 #: What joblib.load needs to rebuild the arrays joblib.dump wrote, and nothing more: the
 #: wrapper (``NEWOBJ`` runs ``object.__new__``, ``BUILD`` only sets attributes), the classes it
 #: names as ``subclass`` (looked up, never called on numpy 2), ``numpy.dtype`` (called with a
@@ -45,68 +56,6 @@ _SERIALS = itertools.count()
 MAX_TRACKED = 200_000  # dicts, wrappers and dtypes whose contents are kept
 MAX_ITEMS = 64  # items kept per dict: a wrapper's state has six, a dtype's fields a few dozen
 _WRAPPER_ARGS = ("subclass", "shape", "order", "dtype", "allow_mmap", "numpy_array_alignment_bytes")
-_FLOATS = {"f2": "F16", "f4": "F32", "f8": "F64", "c8": "C64", "c16": "C128"}
-
-
-class Unprovable(Exception):
-    """The stream builds something joblib.dump never writes, so its layout cannot be proved."""
-
-
-class Owned(Obj):
-    """A value whose contents this module keeps; only the machine that made it changes them
-    (a shadow machine sees another's values but must not alter what that one reads)."""
-
-    __slots__ = ("owner",)
-
-    def __init__(self, owner: int, call: str | None, type_: str) -> None:
-        super().__init__(call, type_)
-        self.owner = owner
-
-
-class Dict(Owned):
-    __slots__ = ("complete", "items")
-
-    def __init__(self, owner: int) -> None:
-        super().__init__(owner, None, "builtins.dict")
-        self.items: dict[object, object] = {}
-        self.complete = True  # False once an item was not kept
-
-
-class List(Owned):
-    __slots__ = ("count",)
-
-    def __init__(self, owner: int, count: int = 0) -> None:
-        super().__init__(owner, None, "builtins.list")
-        self.count = count
-
-
-class Wrapper(Owned):
-    __slots__ = ("attrs",)
-
-    def __init__(self, owner: int, call: str) -> None:
-        super().__init__(owner, call, WRAPPER)
-        self.attrs: dict[str, object] = {}
-
-
-class Dtype(Owned):
-    __slots__ = ("args", "state")
-
-    def __init__(self, owner: int, call: str, args: tuple[object, ...]) -> None:
-        super().__init__(owner, call, "numpy.dtype")
-        self.args = args
-        self.state: object = None
-
-
-@dataclass(frozen=True)
-class ArraySpec:
-    key: str  # names the array until its path in the object is known
-    code: str  # numpy type code as pickled ('f8', 'V12', 'U5')
-    shape: tuple[int, ...]
-    nbytes: int
-    padded: bool  # a padding-length byte (and padding) precedes the bytes
-    has_object: bool  # a nested pickle instead of raw bytes
-    scan: str | None  # finite-scan dtype of little-endian float data, else None
-    big_endian: bool
 
 
 class JoblibMachine(Machine):
@@ -134,10 +83,6 @@ class JoblibMachine(Machine):
     def track(self) -> bool:
         self.tracked += 1
         return self.tracked <= MAX_TRACKED
-
-
-def _none(value: object) -> bool:
-    return isinstance(value, Leaf) and value.kind == "none"
 
 
 def _owns(m: Machine, value: object) -> bool:
@@ -240,7 +185,8 @@ def _build(m: Machine, name: str, arg: object) -> None:
     if not isinstance(target, Wrapper) or not isinstance(m, JoblibMachine) or not m.reads_arrays:
         return  # a plain unpickler's BUILD: attributes only
     _set_attributes(target, state)
-    m.pending = _spec(m, target)
+    m.arrays += 1
+    m.pending = array_spec(target, m.arrays)
     result = Obj(WRAPPER, "numpy.ndarray")
     result.refs = [("", m.pending.key)]
     m.stack[-1] = result
@@ -255,7 +201,7 @@ def _check_array_state(m: Machine, state: object) -> None:
         return
     shape, dtype, data = parts[1], parts[2], parts[4]
     try:
-        has_object = _dtype_facts(dtype)[1]
+        has_object = dtype_facts(dtype)[1]
     except Unprovable:
         return  # not a dtype this machine followed: numpy checks the rest itself
     dims = items_of(shape)
@@ -277,7 +223,7 @@ def _set_attributes(wrapper: Wrapper, state: object) -> None:
     parts = items_of(state)
     dicts = parts if parts is not None and len(parts) == 2 else (state,)
     for part in dicts:
-        if _none(part):
+        if is_none(part):
             continue
         if not isinstance(part, Dict) or not part.complete:
             raise Unprovable("a NumpyArrayWrapper whose state is not a plain dict")
@@ -285,66 +231,6 @@ def _set_attributes(wrapper: Wrapper, state: object) -> None:
             if not isinstance(key, str):
                 raise Unprovable("a NumpyArrayWrapper state with a key that is not a string")
             wrapper.attrs[key] = value
-
-
-def _dtype_facts(dtype: object, depth: int = 0) -> tuple[int, bool, bool]:
-    """(item size, holds Python objects, big-endian) of a pickled ``numpy.dtype``."""
-    if not isinstance(dtype, Dtype) or depth > 8:
-        raise Unprovable("an array dtype that is not a pickled numpy.dtype")
-    code = dtype.args[0] if dtype.args else None
-    state = items_of(dtype.state)
-    if not isinstance(code, str) or state is None or len(state) < 8:
-        raise Unprovable("a numpy.dtype without its type code and state")
-    byteorder, subarray, names, fields, elsize, _, flags = state[1:8]
-    if not isinstance(elsize, int) or not isinstance(flags, int):
-        raise Unprovable("a numpy.dtype state whose sizes are not numbers")
-    kind, digits = code.lstrip("<>=|")[:1], code.lstrip("<>=|")[1:]
-    size = elsize if elsize > 0 else int(digits) if digits.isdigit() else -1
-    if size < 0 or kind not in "biufcmMOSUV?":
-        raise Unprovable(f"numpy type code {code!r}")
-    has_object = kind == "O"
-    if not all(_none(part) for part in (subarray, names, fields)):
-        has_object |= _nested_objects(subarray, fields, depth)
-    if has_object != bool(flags & 1):  # numpy's own NPY_ITEM_HASOBJECT must agree
-        raise Unprovable("a numpy.dtype whose object flag contradicts its fields")
-    return size, has_object, byteorder == ">"
-
-
-def _nested_objects(subarray: object, fields: object, depth: int) -> bool:
-    found = False
-    sub = items_of(subarray)
-    if sub is not None:
-        found |= _dtype_facts(sub[0] if sub else None, depth + 1)[1]
-    if not _none(fields):
-        if not isinstance(fields, Dict) or not fields.complete:
-            raise Unprovable("a structured numpy.dtype whose fields cannot be read")
-        for value in fields.items.values():
-            entry = items_of(value)
-            found |= _dtype_facts(entry[0] if entry else None, depth + 1)[1]
-    return found
-
-
-def _spec(m: JoblibMachine, wrapper: Wrapper) -> ArraySpec:
-    shape = wrapper.attrs.get("shape")
-    if not isinstance(shape, tuple) or not all(type(d) is int and d >= 0 for d in shape):
-        raise Unprovable("a NumpyArrayWrapper whose shape is not a tuple of sizes")
-    dtype = wrapper.attrs.get("dtype")
-    size, has_object, big = _dtype_facts(dtype)
-    count = math.prod(shape)
-    if count * max(size, 1) >= 1 << 62:
-        raise Unprovable(f"an array of {count} elements")
-    align = wrapper.attrs.get("numpy_array_alignment_bytes")
-    padded = not (align is None or _none(align))
-    code = str(dtype.args[0]) if isinstance(dtype, Dtype) else "?"
-    scan = None
-    state = (items_of(dtype.state) or ()) if isinstance(dtype, Dtype) else ()
-    plain = all(_none(f) for f in state[2:5])  # no subarray, names or fields
-    if plain and not big:
-        scan = _FLOATS.get(code.lstrip("<>=|"))
-    m.arrays += 1
-    return ArraySpec(
-        f"array {m.arrays}", code, shape, count * size, padded, has_object, scan, big and plain
-    )
 
 
 def _proto(m: Machine, name: str, arg: object) -> None:
