@@ -6,6 +6,7 @@ compressed one was only hashed, so an os.system payload in it passed."""
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 import io
 import pickle
@@ -21,6 +22,7 @@ import pytest
 
 from rentcheck.model import Severity
 from rentcheck.pull.filecheck import verify_file
+from rentcheck.pull.formats.policy import FilePolicy, VerifyPolicy
 
 COMPRESSIONS: dict[str, object] = {
     "plain.joblib": 0,
@@ -225,6 +227,7 @@ def test_start_up_imports_neither_joblib_nor_zstandard_nor_numpy(tmp_path: Path)
         import sys
         from rentcheck.pull import verify
         from rentcheck.pull.filecheck import verify_file
+from rentcheck.pull.formats.policy import FilePolicy, VerifyPolicy
         heavy = ("numpy", "joblib", "zstandard", "torch", "lz4")
         verdict, findings = verify_file({str(path)!r})
         assert verdict.kind == "joblib" and findings == [], (verdict, findings)
@@ -328,3 +331,23 @@ def test_a_pkl_whose_first_array_holds_objects_is_judged_for_pickle_load_too(
     assert "No module named 'NumpyArrayWrapper'" in out.stderr  # what pickle.load really does
     joblib.dump({"w": np.ones(3), **value}, tmp_path / "floats_first.pkl")
     assert _codes(tmp_path / "floats_first.pkl") == []  # pickle.load stops at the padding byte
+
+
+def test_a_model_class_is_allowed_per_file_or_as_a_known_full_pickle(tmp_path: Path) -> None:
+    """An estimator pickles its own class: not on the allow-list (RC514) until the config
+    names it, globally or for the files of one glob; a known full pickle is then one note."""
+    path = tmp_path / "models" / "clf.joblib"
+    path.parent.mkdir()
+    joblib.dump({"fitted": datetime.date(2026, 1, 1), "coef": np.ones(3)}, path, compress=3)
+    assert _errors(path) == ["RC514"]
+    _, findings = verify_file(
+        path, rel="models/clf.joblib", extra_allowed_globals=["datetime.date"]
+    )
+    assert findings == []
+    policy = VerifyPolicy.build(
+        files=[FilePolicy("models/*.joblib", ("datetime.date",), full_pickle=True)]
+    )
+    _, findings = verify_file(path, rel="models/clf.joblib", policy=policy)
+    assert [f.code for f in findings] == ["RC534"]
+    _, findings = verify_file(path, rel="other/clf.joblib", policy=policy)
+    assert [f.code for f in findings] == ["RC514"]  # the policy is for its glob only

@@ -192,7 +192,9 @@ def choose_validator(
         ),
     )
     if codec is not None:  # joblib.load: compressed by content, arrays after their wrappers
-        joblib_file = JoblibValidator(size, pread, codec, rel=rel, extra_allowed=allowed)
+        joblib_file = JoblibValidator(
+            size, pread, codec, rel=rel, extra_allowed=allowed, full_pickle=full_pickle
+        )
         return Choice("joblib", joblib_file)
     binary_pickle = head[:1] == b"\x80"
     if suffix in _TEXT and not binary_pickle:

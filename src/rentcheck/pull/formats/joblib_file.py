@@ -228,10 +228,12 @@ class JoblibValidator:
         *,
         rel: str = "",
         extra_allowed: tuple[str, ...] = (),
+        full_pickle: bool = False,
     ) -> None:
         """``rel``: the file's name; a ``*.joblib`` / ``*.jbl`` or a compressed file is read by
         joblib.load only, any other also by plain pickle.load (both must be safe)."""
         self._size, self._pread, self._codec, self._rel = file_size, pread, codec, rel
+        self._full_pickle = full_pickle  # a per-file policy: its allowed globals are one note
         self._allowed = ALLOWED_GLOBALS | frozenset(extra_allowed)
         self.tensors: tuple[TensorInfo, ...] = ()
 
@@ -256,7 +258,7 @@ class JoblibValidator:
         report = walk.pickle(m, JOBLIB_OPS)
         top = m.stack[-1:] if report.malformed is None and not report.capped else []
         names = {key: path for value in top for path, key in m.refs_of(value) if path}
-        issues = pickle_issues(report, "joblib pickle", torch=False)
+        issues = pickle_issues(report, "joblib pickle", torch=False, full_pickle=self._full_pickle)
         if walk.dual is not None:
             issues.append(Issue(UNSAFE_PICKLE, walk.dual))
         for key, inner in walk.inner:
