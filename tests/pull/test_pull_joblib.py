@@ -7,8 +7,8 @@ compressed one was only hashed, so an os.system payload in it passed."""
 from __future__ import annotations
 
 import datetime
-import importlib.util
 import io
+import os
 import pickle
 import subprocess
 import sys
@@ -31,6 +31,7 @@ COMPRESSIONS: dict[str, object] = {
     "m.pkl.bz2": 0,
     "m.pkl.xz": 0,
     "m.pkl.lzma": 0,
+    "m.pkl.lz4": 0,
     "zlib9.pkl": ("zlib", 9),
 }
 
@@ -130,6 +131,14 @@ class _Call:
         return (exec, (self.code,))
 
 
+class _System:
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (os.system, (self.command,))
+
+
 def _frame_trick(code: str) -> bytes:
     """A protocol-4 dump whose first frame runs past the wrapper's BUILD: joblib reads the array
     from after the frame, then runs the rest of the frame (the payload) as opcodes. A scanner
@@ -168,6 +177,8 @@ def _hostile(tmp: Path, canary: Path) -> dict[str, Callable[[Path], None]]:
         "exec compressed.joblib": dump({"w": np.arange(3.0), "e": evil}, 3),
         "exec.pkl.xz": dump([evil]),
         "exec.pkl.bz2": dump([evil]),
+        "exec.pkl.lz4": dump([evil]),
+        "os.system.joblib": dump({"w": np.arange(3.0), "e": _System(f"touch {canary}")}, 3),
         "object array payload.joblib": dump({"o": np.array([evil], dtype=object)}),
         "object array payload compressed.joblib": dump({"o": np.array([1, evil], dtype=object)}, 3),
         "frame trick.joblib": frame,
@@ -227,7 +238,6 @@ def test_start_up_imports_neither_joblib_nor_zstandard_nor_numpy(tmp_path: Path)
         import sys
         from rentcheck.pull import verify
         from rentcheck.pull.filecheck import verify_file
-from rentcheck.pull.formats.policy import FilePolicy, VerifyPolicy
         heavy = ("numpy", "joblib", "zstandard", "torch", "lz4")
         verdict, findings = verify_file({str(path)!r})
         assert verdict.kind == "joblib" and findings == [], (verdict, findings)
@@ -257,15 +267,22 @@ def test_an_object_array_state_shorter_than_its_shape_is_hostile(tmp_path: Path)
 
 
 def test_an_lz4_joblib_file_without_lz4_says_so(tmp_path: Path) -> None:
-    """joblib reads lz4 only with the lz4 package; without it here the file is a named warning
-    (RC537), not silence."""
-    if importlib.util.find_spec("lz4") is not None:  # the dev extra has none
-        pytest.skip("lz4 is installed: the file is inflated and judged instead")
+    """joblib reads lz4 only with the lz4 package; where rentcheck runs without it, the file is
+    a named warning (RC537), not silence."""
     path = tmp_path / "model.joblib"
-    path.write_bytes(b"\x04\x22\x4d\x18" + bytes(64))  # an lz4 frame's magic number
-    verdict, findings = verify_file(path)
-    assert (verdict.kind, [f.code for f in findings]) == ("joblib", ["RC537"])
-    assert "lz4 module is not installed" in findings[0].message
+    joblib.dump({"w": np.arange(10.0)}, path, compress="lz4")
+    assert _codes(path) == []  # with lz4: inflated and judged
+    code = textwrap.dedent(f"""
+        import sys
+        sys.modules["lz4"] = sys.modules["lz4.frame"] = None  # an interpreter without lz4
+        from rentcheck.pull.filecheck import verify_file
+        verdict, findings = verify_file({str(path)!r})
+        print(verdict.kind, [f.code for f in findings], findings[0].message)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.startswith("joblib ['RC537'] lz4-compressed joblib file not scanned"), (
+        out.stdout + out.stderr
+    )
 
 
 class _NoTell(io.RawIOBase):
