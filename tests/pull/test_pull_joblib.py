@@ -327,6 +327,16 @@ def test_a_file_that_reads_one_way_to_joblib_and_another_to_pickle_is_hostile(
     assert [f.code for f in findings] == ["RC514"], findings
     assert "pickle.load would run the array's bytes" in findings[0].message
     assert not canary.exists()
+    # an empty first array (no padding, no bytes) is no place where the two part: the next is
+    out = _NoTell()
+    text = f"open({str(canary)!r}, 'w').write('ran')".encode()
+    payload = b"cbuiltins\nexec\n(X" + len(text).to_bytes(4, "little") + text + b"tR."
+    value = {"e": np.zeros(0), "w": np.frombuffer(payload, np.uint8)}
+    joblib.dump(value, out, protocol=2)
+    path.write_bytes(bytes(out.data))
+    _, findings = verify_file(path)
+    assert [f.code for f in findings] == ["RC514"] and "array 2" in findings[0].message
+    assert not canary.exists()
 
 
 def test_a_pkl_whose_first_array_holds_objects_is_judged_for_pickle_load_too(

@@ -45,11 +45,12 @@ def inflated_size_cap(tensor_bytes: int | None) -> int:
 def unknown(descriptors: object) -> str | None:
     """Why the transforms cannot be undone here (None: exactly one ``stream.zstd/1``)."""
     if not isinstance(descriptors, list) or not all(isinstance(d, str) for d in descriptors):
-        return f"transform_descriptors {descriptors!r} are not a list of names"
+        return f"transform_descriptors {descriptors!r:.80} are not a list of names"
     names = [d.partition("/") for d in descriptors]
-    if len(names) == 1 and names[0][0] == ZSTD_DESCRIPTOR and names[0][2].startswith("1"):
+    # as ZStandard.from_descriptor: the name, then a version whose major part is 1
+    if len(names) == 1 and names[0][0] == ZSTD_DESCRIPTOR and names[0][2].partition(".")[0] == "1":
         return None
-    return f"transforms {descriptors!r} (only one 'stream.zstd/1' is understood)"
+    return f"transforms {descriptors!r:.80} (only one 'stream.zstd/1' is understood)"
 
 
 @functools.lru_cache(maxsize=1)

@@ -108,6 +108,7 @@ class _Walk:
         self.arrays: list[ArraySpec] = []
         self.inner: list[tuple[str, PickleReport]] = []
         self.dual: str | None = None  # why pickle.load would read the stream differently
+        self.parted = False  # pickle.load has stopped reading as joblib.load does
 
     def _feed(self, piece: memoryview) -> None:
         self.scanner.feed(piece)
@@ -170,7 +171,10 @@ class _Walk:
 
     def array(self, spec: ArraySpec, outer: Machine, reader: Unframer) -> None:
         """The bytes joblib reads for one array, right after its wrapper's BUILD."""
-        first = not self.arrays and self.plain_readable
+        # the first array where plain pickle.load parts from joblib.load (an empty unpadded one
+        # is no such place: both read on from the same byte)
+        first = self.plain_readable and not self.parted
+        self.parted = self.parted or spec.has_object or spec.padded or spec.nbytes > 0
         self.arrays.append(spec)
         what = f"{spec.key} ({spec.code}, shape {list(spec.shape)})"
         shadow = None
@@ -185,7 +189,7 @@ class _Walk:
             )
         elif first and spec.has_object and isinstance(outer, JoblibMachine):
             shadow = outer.plain_copy()
-        elif first and not spec.has_object and self.source.peek() in _OPCODES:
+        elif first and self.parted and self.source.peek() in _OPCODES:
             self.dual = (
                 f"{what}: its first byte is a pickle opcode, so pickle.load would run the "
                 "array's bytes as opcodes where joblib.load reads them as data (joblib >= 1.2 "
