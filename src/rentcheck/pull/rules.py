@@ -5,6 +5,7 @@ from __future__ import annotations
 from rentcheck.model import Applicability, Rule, Severity
 
 __all__ = [
+    "COMPRESSED_RANGE_UNSCANNED",
     "DCP_CHECKPOINT_DAMAGED",
     "DEEP_LOAD_FAILED",
     "DIGEST_MISMATCH",
@@ -66,6 +67,7 @@ VERIFY_LIMIT_REACHED = "RC533"
 KNOWN_FULL_PICKLE = "RC534"
 SHARD_INDEX_MISMATCH = "RC535"
 DCP_CHECKPOINT_DAMAGED = "RC536"
+COMPRESSED_RANGE_UNSCANNED = "RC537"
 
 _E = Severity.ERROR
 _NONE = Applicability.NONE
@@ -551,6 +553,30 @@ PULL_RULES: tuple[Rule, ...] = (
         fix="Pull the directory again, or re-save it on the box, and verify again.",
         family="pull",
         default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
+    ),
+    Rule(
+        code=COMPRESSED_RANGE_UNSCANNED,
+        name="compressed-range-unscanned",
+        summary=(
+            "A compressed checkpoint or part of one (a DCP range written with the ZStandard "
+            "extension, an lz4 joblib file) could not be decompressed here, so only its digest "
+            "was checked."
+        ),
+        why=(
+            "DCP's loader decompresses each such range with zstandard or pyzstd, joblib an lz4 "
+            "file with lz4, and then reads what comes out; without that module here its "
+            "structure, safety and NaN/Inf were not checked, and a NaN weight in it would pass "
+            "unseen."
+        ),
+        example_bad="FileSystemWriter(path, _extensions=[ZStandard()]) ranges, zstandard missing",
+        example_good="pip install zstandard, then verify again",
+        fix=(
+            "Install the module it names (`pip install zstandard`, `pip install lz4`) where "
+            "rentcheck runs and verify again."
+        ),
+        family="pull",
+        default_severity=Severity.WARNING,
         fix_applicability=Applicability.NONE,
     ),
 )

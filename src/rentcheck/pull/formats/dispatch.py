@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from rentcheck.pull.formats.base import Issue, PRead, StreamValidator, TensorInfo
+from rentcheck.pull.formats.joblib_file import JoblibValidator, joblib_codec
 from rentcheck.pull.formats.legacy import PickleStreamValidator, starts_with_legacy_magic
 from rentcheck.pull.formats.npy import NPY_MAGIC, NpyValidator
 from rentcheck.pull.formats.npz import NpzValidator, looks_like_npz
@@ -43,8 +44,8 @@ def suffix_of(rel: str) -> str:
 
 
 class Choice(NamedTuple):  # one per file: a tuple costs a fraction of a dataclass
-    # safetensors | torch-zip | torchscript | torch-legacy | torch-tar | pickle | npy | npz | json |
-    # jsonl | yaml | unknown | data
+    # safetensors | torch-zip | torchscript | torch-legacy | torch-tar | pickle | npy | npz |
+    # joblib | json | jsonl | yaml | unknown | data
     kind: str
     validator: StreamValidator | None
 
@@ -73,8 +74,8 @@ def looks_like_pickle(head: bytes, *, size: int, named: bool = True) -> bool:
     """
     if len(head) >= 2 and head[0] == 0x80 and head[1] <= 5:
         return named or not _fails_before_any_import(head, size)
-    if not head or head[:1] not in b"(]}c)NIS":
-        return False
+    if not head or (head[:1] not in b"(]}c)NIS" and not named):
+        return False  # (pickle.load runs whatever opcode comes first)
     count = 0
     stream = io.BytesIO(head)
     with warnings.catch_warnings():
@@ -227,6 +228,20 @@ def choose_validator(
         return Choice("data", None)
     if head.startswith(NPY_MAGIC):
         return Choice("npy", NpyValidator(size, extra_allowed=allowed))
+    codec = joblib_codec(
+        rel,
+        head,
+        size,
+        pread,
+        lambda data, named, whole: looks_like_pickle(
+            data, size=len(data) + (not whole), named=named
+        ),
+    )
+    if codec is not None:  # joblib.load: compressed by content, arrays after their wrappers
+        joblib_file = JoblibValidator(
+            size, pread, codec, rel=rel, extra_allowed=allowed, full_pickle=full_pickle
+        )
+        return Choice("joblib", joblib_file)
     binary_pickle = head[:1] == b"\x80"
     if suffix in _TEXT and not binary_pickle:
         keep = rel.endswith(".index.json")

@@ -31,6 +31,7 @@ __all__ = [
     "OPS",
     "TORCH_OPS",
     "Global",
+    "Handler",
     "Machine",
     "Malformed",
     "Obj",
@@ -87,6 +88,9 @@ TORCH_BLOCKED_MODULES = frozenset({"sys", "os", "posix", "nt"})
 #: Types torch's BUILD accepts besides the allow-listed ones.
 _BUILDABLE = frozenset({"torch.Tensor", "torch.nn.parameter.Parameter", "collections.OrderedDict"})
 _TENSOR = "torch.Tensor"
+#: Codec names ``_codecs.encode`` may be called with: the one protocol-2 pickles of ``bytes``
+#: carry (``latin1``), and codecs every interpreter has loaded at start-up.
+_CODECS = frozenset({"latin1", "latin-1", "utf-8", "utf8", "ascii"})
 
 
 @dataclass(frozen=True)
@@ -338,6 +342,13 @@ class Machine:
         items = items_of(args)
         if items is None:
             raise Malformed(f"{opname} arguments are {kind(args)}, not a tuple")
+        if func.name == "_codecs.encode" and len(items) > 1 and items[1] not in _CODECS:
+            # the unpickler looks the codec up by the name the file gives: importing
+            # ``encodings.<name>`` (and whatever search functions are registered) on the way
+            codec = items[1]
+            what = repr(codec[:40]) if isinstance(codec, str) else f"named by {kind(codec)}"
+            self.flag(f"'_codecs.encode' looks up the codec {what} (an import of "
+                      "encodings.<name>); pickle itself writes only 'latin1'")  # fmt: skip
         if opname == "NEWOBJ" and (func.name in REBUILD_FUNCTIONS or func.name in NON_CALLABLE):
             self.refuse(f"NEWOBJ on '{func.name}', which is not a class")
         elif opname != "NEWOBJ" and func.name in self.allowed:

@@ -25,6 +25,7 @@ from rentcheck.pull.formats.pickle_machine import (
     OPS,
     TORCH_OPS,
     Global,
+    Handler,
     Machine,
     Malformed,
     Obj,
@@ -32,7 +33,7 @@ from rentcheck.pull.formats.pickle_machine import (
     kind,
 )
 
-__all__ = ["GENOPS_ERRORS", "PickleReport", "StorageRef", "scan_pickle"]
+__all__ = ["GENOPS_ERRORS", "PickleReport", "StorageRef", "report_of", "scan_pickle", "step"]
 
 MAX_OPS = 3_000_000  # about 80k tensors; ~35 bytes retained per opcode at worst
 #: Wall-clock budget of one pickle (checked every 4096 opcodes): a real data.pkl takes
@@ -84,6 +85,23 @@ def _unsafe_opcode(m: Machine, name: str, arg: object) -> None:
             m.push(LEAF)
 
 
+def step(m: Machine, name: str, arg: object, handlers: Mapping[str, Handler] = OPS) -> bool:
+    """Apply one opcode to ``m`` as CPython's unpickler would; True at ``STOP``."""
+    if name not in TORCH_OPS:
+        m.refuse(f"opcode {name}")
+    if name == "STOP":
+        # As CPython and torch: STOP returns the top of the stack (above the last MARK);
+        # whatever lies below it is dropped, unused.
+        m.stack.append(m.pop())
+        return True
+    handler = handlers.get(name)
+    if handler is not None:
+        handler(m, name, arg)
+    else:
+        _unsafe_opcode(m, name, arg)
+    return False
+
+
 def scan_pickle(
     data: bytes | memoryview,
     *,
@@ -120,20 +138,15 @@ def scan_pickle(
                 if count > max_ops:
                     m.capped = f"more than {max_ops} opcodes"
                     raise Malformed(f"analysis stopped after {max_ops} opcodes")
-                if opcode.name not in TORCH_OPS:
-                    m.refuse(f"opcode {opcode.name}")
-                if opcode.name == "STOP":
-                    # As CPython and torch: STOP returns the top of the stack (above the last
-                    # MARK); whatever lies below it is dropped, unused.
-                    m.stack.append(m.pop())
+                if step(m, opcode.name, arg):
                     break
-                handler = OPS.get(opcode.name)
-                if handler is not None:
-                    handler(m, opcode.name, arg)
-                else:
-                    _unsafe_opcode(m, opcode.name, arg)
         except Malformed as exc:
             malformed = str(exc) if "(after byte" in str(exc) else f"{exc} (at byte {end - 1})"
+    return report_of(m, end=end, malformed=malformed, ops=count)
+
+
+def report_of(m: Machine, *, end: int, malformed: str | None, ops: int) -> PickleReport:
+    """What the machine found, as a report (after ``STOP`` or where the analysis stopped)."""
     storages = _finish_storages(m)
     paths = frozenset(p for value in m.stack[-1:] for p, _ in m.refs_of(value) if p)
     if m.capped is None and malformed and "stack deeper than" in malformed:
@@ -148,7 +161,7 @@ def scan_pickle(
         bad_views=tuple(dict.fromkeys(m.bad_views)),
         refused=tuple(m.refused),
         capped=m.capped,
-        ops=count,
+        ops=ops,
         tensor_paths=paths,
     )
 
