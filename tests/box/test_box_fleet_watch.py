@@ -53,11 +53,18 @@ def test_watch_hosts_merges_one_table(cli, lab: SshLab, tmp_path: Path) -> None:
     project.mkdir()
     inventory = {
         "watch": {"session": session},
-        "hosts": {"good": {"alias": "box", "tags": ["gpu"]}, "down": {"alias": "box-closed"}},
+        "hosts": {
+            "good": {"alias": "box", "tags": ["gpu"]},
+            "down": {"alias": "box-closed"},
+            # its own ssh_config in the inventory: no --ssh-config needed to reach it
+            "own": {"alias": "box", "tags": ["own"], "ssh_config": "SSH_CONFIG"},
+        },
     }
+    inventory["hosts"]["own"]["ssh_config"] = str(lab.ssh_config)
     (project / "rentcheck.yaml").write_text(yaml.safe_dump(inventory, sort_keys=False))
-    launch = {"schema": LEDGER_SCHEMA, "gate": "launch", "verdict": "pass", "host": "good"}
-    append_entry(str(project), {**launch, "unix_time": time.time()})
+    for name in ("good", "own"):
+        launch = {"schema": LEDGER_SCHEMA, "gate": "launch", "verdict": "pass", "host": name}
+        append_entry(str(project), {**launch, "unix_time": time.time()})
     rundir = tmp_path / "run"
     rundir.mkdir()
     (rundir / "job.py").write_text(JOB)
@@ -69,7 +76,7 @@ def test_watch_hosts_merges_one_table(cli, lab: SshLab, tmp_path: Path) -> None:
     try:
         wait_until(lambda: "step=2" in Path(launched.log).read_text(), "no first steps")
         logins = lab.box.log_text().count("Accepted publickey")
-        result = cli("watch", "--hosts", "all", *ssh, cwd=project)
+        result = cli("watch", "--hosts", "gpu", "--hosts", "down", *ssh, cwd=project)
         assert result.code == 2, result.out + result.err  # one host could not be checked
         rows = _rows(result.out)
         assert set(rows) == {"good", "down", "total"}
@@ -87,9 +94,13 @@ def test_watch_hosts_merges_one_table(cli, lab: SshLab, tmp_path: Path) -> None:
         assert host["host"] == "good" and host["exit_code"] == 0
         assert host["watch"]["host"] == "good" and host["watch"]["health"] == "OK"
 
+        own = cli("watch", "--hosts", "own", cwd=project)  # the host's ssh_config, no flag
+        assert own.code == 0, own.out + own.err
+        assert _rows(own.out)["own"].endswith("passed")
+
         os.killpg(launched.pgid, signal.SIGKILL)
         wait_until(lambda: not _alive(launched.pid), "the job did not die")
-        dead = cli("watch", "--hosts", "all", *ssh, cwd=project)
+        dead = cli("watch", "--hosts", "gpu", "--hosts", "down", *ssh, cwd=project)
         assert dead.code == 3, dead.out  # the dead job outranks the unreachable host
         rows = _rows(dead.out)
         assert "RC350" in dead.out.splitlines()[0] and rows["good"].endswith("dead")
@@ -100,10 +111,10 @@ def test_watch_hosts_merges_one_table(cli, lab: SshLab, tmp_path: Path) -> None:
     ledger = (project / ".rentcheck" / "ledger.jsonl").read_text().splitlines()
     watched = [json.loads(line) for line in ledger if '"watch"' in line]
     assert [(e["host"], e["verdict"]) for e in watched] == [
-        ("good", "pass"), ("good", "pass"), ("good", "fail"),
+        ("good", "pass"), ("good", "pass"), ("own", "pass"), ("good", "fail"),
     ]  # fmt: skip
     states = sorted(p.name for p in (project / ".rentcheck" / "watch").iterdir())
-    assert states == [f"good-{session}.json"]  # the inventory name, not the alias
+    assert states == [f"good-{session}.json", f"own-{session}.json"]  # names, not aliases
 
 
 def test_watch_needs_one_of_host_and_hosts(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

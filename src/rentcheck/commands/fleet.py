@@ -109,13 +109,16 @@ def watch_host(
 ) -> HostResult:
     """The watch gate on one host of the inventory: its state file and findings are the
     host's by its inventory name; the connection goes to its alias."""
-    from rentcheck.box.fleet import host_config
+    from rentcheck.box.fleet import host_config, host_settings
     from rentcheck.box.fleet_run import named_for
     from rentcheck.box.transport import open_box
     from rentcheck.commands.watch import watch_result
 
+    # reached as its audit reaches it: the host's ssh_config unless the command line gives one
+    given_connection = {k: v for k, v in connection.items() if v is not None}
+    _, reach = host_settings(config, host, given_connection)
     config = host_config(config, host)  # judged with the host's own select/ignore
-    box = open_box(host.alias, **connection)
+    box = open_box(host.alias, ssh_config=reach.ssh_config, connect_timeout=reach.connect_timeout)
     watched = watch_result(config, host.name, given, box)
     watched.result.findings = named_for(host, watched.result.findings)
     extras = {"watch": watched.outcome.event}
