@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import functools
 import io
-import json
-import subprocess
-import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,41 +19,21 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from parity_worker import LoaderWorker
 
 from rentcheck.model import Severity
 from rentcheck.pull.filecheck import verify_file
 from rentcheck.pull.formats.pickle_allowlist import ALLOWED_GLOBALS
 
-WORKER = Path(__file__).with_name("parity_worker.py")
 FUZZ = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 
 
-class Worker:
-    def __init__(self, canary: Path) -> None:
-        self.canary = canary
-        self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            text=True, cwd=canary.parent,
-        )  # fmt: skip
-
-    def ask(self, mode: str, path: Path) -> dict[str, object]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps({"mode": mode, "path": str(path)}) + "\n")
-        self.proc.stdin.flush()
-        answer: dict[str, object] = json.loads(self.proc.stdout.readline())
-        return answer
-
-
 @pytest.fixture(scope="module")
-def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
-    canary = tmp_path_factory.mktemp("parity") / "canary"
-    w = Worker(canary)
+def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoaderWorker]:
+    w = LoaderWorker(tmp_path_factory.mktemp("parity") / "canary", "torch")
     yield w
-    assert w.proc.stdin is not None
-    w.proc.stdin.close()
-    w.proc.wait(timeout=30)
-    assert not canary.exists(), "a fuzzed pickle ran code in the reference loader"
+    w.close("a fuzzed pickle ran code in the reference loader")
 
 
 CANARY_CODE = "open('canary', 'w').write('ran')"
@@ -126,7 +103,7 @@ def _accepted(path: Path) -> bool:
 @FUZZ
 @given(data=pickles())
 def test_as_a_torch_file_rentcheck_accepts_exactly_when_torch_does(
-    worker: Worker, tmp_path: Path, data: bytes
+    worker: LoaderWorker, tmp_path: Path, data: bytes
 ) -> None:
     path = tmp_path / "fuzz.pt"
     path.write_bytes(_torch_zip(data))
@@ -137,7 +114,7 @@ def test_as_a_torch_file_rentcheck_accepts_exactly_when_torch_does(
 @FUZZ
 @given(data=pickles())
 def test_as_a_bare_pickle_acceptance_means_cpython_reaches_nothing_unlisted(
-    worker: Worker, tmp_path: Path, data: bytes
+    worker: LoaderWorker, tmp_path: Path, data: bytes
 ) -> None:
     path = tmp_path / "fuzz.pkl"
     path.write_bytes(data)

@@ -13,10 +13,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
-import json
 import lzma
-import subprocess
-import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,43 +23,24 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from parity_worker import LoaderWorker
 
 from rentcheck.model import Severity
 from rentcheck.pull.filecheck import verify_file
 from rentcheck.pull.formats.joblib_machine import JOBLIB_GLOBALS
 from rentcheck.pull.formats.pickle_allowlist import ALLOWED_GLOBALS
 
-WORKER = Path(__file__).with_name("joblib_worker.py")
 FUZZ = settings(max_examples=80, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 CANARY_CODE = "open('canary', 'w').write('ran')"
 ALLOWED = ALLOWED_GLOBALS | JOBLIB_GLOBALS
 
 
-class Worker:
-    def __init__(self, canary: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            text=True, cwd=canary.parent,
-        )  # fmt: skip
-
-    def ask(self, path: Path, mode: str) -> dict[str, object]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps({"path": str(path), "mode": mode}) + "\n")
-        self.proc.stdin.flush()
-        answer: dict[str, object] = json.loads(self.proc.stdout.readline())
-        return answer
-
-
 @pytest.fixture(scope="module")
-def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
-    canary = tmp_path_factory.mktemp("joblib-parity") / "canary"
-    w = Worker(canary)
+def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoaderWorker]:
+    w = LoaderWorker(tmp_path_factory.mktemp("joblib-parity") / "canary", "joblib")
     yield w
-    assert w.proc.stdin is not None
-    w.proc.stdin.close()
-    w.proc.wait(timeout=30)
-    assert not canary.exists(), "a joblib file rentcheck judged ran code in joblib.load"
+    w.close("a joblib file rentcheck judged ran code in joblib.load")
 
 
 class _Exec:
@@ -133,7 +111,7 @@ def joblib_files(draw: st.DrawFn) -> bytes:
 @FUZZ
 @given(data=joblib_files())
 def test_when_rentcheck_accepts_a_joblib_file_joblib_load_reaches_nothing_unlisted(
-    worker: Worker, tmp_path: Path, data: bytes
+    worker: LoaderWorker, tmp_path: Path, data: bytes
 ) -> None:
     # *.joblib: read by joblib.load; *.pkl: by joblib.load or plain pickle.load, both checked
     for name, modes in (("fuzz.joblib", ("joblib",)), ("fuzz.pkl", ("joblib", "pickle"))):
@@ -143,7 +121,7 @@ def test_when_rentcheck_accepts_a_joblib_file_joblib_load_reaches_nothing_unlist
         if any(f.severity >= Severity.ERROR for f in findings):
             continue
         for mode in modes:
-            events = worker.ask(path, mode)["events"]
+            events = worker.ask(mode, path)["events"]
             assert isinstance(events, list)
             reached = [name for what, name in events if what == "find_class"]
             assert all(name in ALLOWED for name in reached), (name, mode, data, reached)
