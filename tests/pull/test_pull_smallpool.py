@@ -7,6 +7,7 @@ import os
 import pickle
 import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -72,50 +73,47 @@ def test_the_pool_gives_the_same_verdicts_as_one_process(pulled: Path, tmp_path:
     assert _children() == before  # every worker reaped
 
 
-class _KillAWorker:
-    """Progress that kills one of the pool's workers when the first answer arrives."""
+class _OnAnswer:
+    """Progress that calls ``act(n)`` as the parent takes the n-th answer of a worker."""
 
-    def __init__(self) -> None:
-        self.killed = 0
+    def __init__(self, act: Callable[[int], None]) -> None:
+        self.act, self.answers = act, 0
 
     def start(self, total_bytes: int, files: int) -> None:
         pass
 
     def advance(self, nbytes: int, files: int = 0) -> None:
-        if not self.killed and files:
-            self.killed = min(_children())
-            os.kill(self.killed, signal.SIGKILL)
+        self.answers += files
+        self.act(self.answers)
 
 
 def test_a_worker_that_dies_is_an_error_and_nothing_is_left(pulled: Path, tmp_path: Path) -> None:
     root = _tree(tmp_path / "run", pulled, 3000)
     manifest = load_manifest(root / "PULL_MANIFEST.json")
     before = _children()
-    progress = _KillAWorker()
+    killed = []
+
+    def kill_one(answers: int) -> None:
+        if answers == 1:  # the first answer: one worker is killed while the others work
+            killed.append(min(_children()))
+            os.kill(killed[0], signal.SIGKILL)
+
     with pytest.raises(WorkerError, match="killed by SIGKILL"):
-        verify_tree(root, manifest, jobs=2, pool_min_files=0, progress=progress)
-    assert progress.killed and _children() == before
-
-
-class _Interrupt:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def start(self, total_bytes: int, files: int) -> None:
-        pass
-
-    def advance(self, nbytes: int, files: int = 0) -> None:
-        self.calls += 1
-        if self.calls == 300:
-            raise KeyboardInterrupt
+        verify_tree(root, manifest, jobs=2, pool_min_files=0, progress=_OnAnswer(kill_one))
+    assert killed and _children() == before
 
 
 def test_an_interrupted_verify_stops_and_reaps_its_workers(pulled: Path, tmp_path: Path) -> None:
     root = _tree(tmp_path / "run", pulled, 3000)
     manifest = load_manifest(root / "PULL_MANIFEST.json")
     before = _children()
+
+    def interrupt(answers: int) -> None:
+        if answers == 300:
+            raise KeyboardInterrupt
+
     with pytest.raises(KeyboardInterrupt):
-        verify_tree(root, manifest, jobs=2, pool_min_files=0, progress=_Interrupt())
+        verify_tree(root, manifest, jobs=2, pool_min_files=0, progress=_OnAnswer(interrupt))
     assert _children() == before
 
 
