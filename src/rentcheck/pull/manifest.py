@@ -350,13 +350,23 @@ _BUILDER_ENTRY = re.compile(
 
 
 def _plain_row(match: re.Match[str]) -> _Row | None:
-    """The row of a ``_BUILDER_ENTRY`` match that passes ``_file_entry``'s checks; None sends
-    it to the general path (which says what is wrong, if anything)."""
-    b3, mtime_text, path, sha, size_text = match.groups()
-    size, mtime = int(size_text), int(mtime_text)
-    if size >= _INT64 or not -_INT64 <= mtime < _INT64 or not _PLAIN_PATH.match(path):
-        return None
-    return path, size, mtime, sha.lower(), None if b3 is None else b3.lower()
+    """The row of a ``_BUILDER_ENTRY`` match; None sends it to the general path (which says
+    what is wrong, if anything)."""
+    b3, mtime, path, sha, size = match.groups()
+    return _plain(path, int(size), int(mtime), sha, b3)
+
+
+def _plain(path: str, size: int, mtime: int, sha: str, b3: str | None) -> _Row | None:
+    """The row of an entry whose fields have the right types and digests the right form,
+    when its numbers fit and its path passes every rule at once (``_PLAIN_PATH``)."""
+    if (
+        0 <= size < _INT64
+        and -_INT64 <= mtime < _INT64
+        and len(path) <= 4096
+        and _PLAIN_PATH.match(path)
+    ):
+        return path, size, mtime, sha.lower(), None if b3 is None else b3.lower()
+    return None
 
 
 def _file_entry(obj: dict[str, Any]) -> _Row:
@@ -364,18 +374,15 @@ def _file_entry(obj: dict[str, Any]) -> _Row:
     sha, b3 = obj.get("sha256"), obj.get("blake3")
     if (  # the roster as the builder writes it: every check in a few C calls
         type(path) is str
-        and len(path) <= 4096
         and type(size) is int
         and type(mtime) is int
         and type(sha) is str
         and (b3 is None or type(b3) is str)
-        and 0 <= size < _INT64
-        and -_INT64 <= mtime < _INT64
         and _HEX64.match(sha)
         and (b3 is None or _HEX64.match(b3))
-        and _PLAIN_PATH.match(path)
+        and (row := _plain(path, size, mtime, sha, b3)) is not None
     ):
-        return path, size, mtime, sha.lower(), None if b3 is None else b3.lower()
+        return row
     path = validate_rel_path(obj["path"], "file")
     missing = _FILE_KEYS - {"blake3"} - set(obj)
     if missing:

@@ -187,14 +187,12 @@ class Verdicts(Sequence[FileVerdict]):
 
     def tally(self) -> Tally:
         as_listed = self._state.translate(_AS_LISTED_MASK)
-        kinds = Counter(itertools.compress(self._kind, as_listed))
-        named = Counter({self._kinds.names[code]: n for code, n in kinds.items()})
-        tensors = sum(itertools.compress(self._tensors, as_listed))
-        for row in itertools.chain(
-            (_as_row(v) for v in self._other.values()), self._extra.sorted_rows()
-        ):
-            named[row[4]] += 1
-            tensors += row[5]
+        extra = self._extra
+        codes = Counter(itertools.compress(self._kind, as_listed)) + Counter(extra._kind)
+        named = Counter({self._kinds.names[code]: n for code, n in codes.items()})
+        named.update(v.kind for v in self._other.values())
+        tensors = sum(itertools.compress(self._tensors, as_listed)) + sum(extra._tensors)
+        tensors += sum(v.tensors for v in self._other.values())
         return Tally(self.total_bytes(), named, tensors)
 
     def rows_named(self, paths: Iterable[str]) -> Iterator[Row]:
