@@ -222,8 +222,8 @@ def tree_sitter_wall(files: list[str], repeat: int) -> tuple[int, float]:
     excludes applied) and running the rules' one index query on it, in as many forked
     workers as a lint run over them uses, largest first, as the lint run hands them out."""
     from rentcheck.config import Config
+    from rentcheck.forked import fork_map
     from rentcheck.lint.engine import _workers
-    from rentcheck.lint.forked import fork_map
     from rentcheck.lint.shell import grammar
     from rentcheck.lint.shell.tree import INDEX_QUERY
     from rentcheck.lint.source import FileKind, SourceFile

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rentcheck.lint.forked import WorkerError
+from rentcheck.forked import WorkerError
 from rentcheck.pull.manifest import build_manifest_file, load_manifest
 from rentcheck.pull.verdicts import rows_of
 from rentcheck.pull.verify import VerifyResult, verify_tree

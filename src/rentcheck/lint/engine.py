@@ -264,7 +264,7 @@ class Linter:
             workers = 1  # byte-level checks only: a file costs less than sending it to a worker
         if workers <= 1:
             return [self.lint_candidate(c, fix=fix, diff=diff) for c in candidates]
-        from rentcheck.lint.forked import fork_map
+        from rentcheck.forked import fork_map
 
         # Workers are forked: they inherit this Linter (plugin checks need not be picklable).
         # Largest files first: the workers then finish together instead of one of them

@@ -33,7 +33,7 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import NoReturn
 
-from rentcheck.lint.forked import (
+from rentcheck.forked import (
     WorkerError,
     describe_end,
     pickled_failure,

@@ -1,5 +1,8 @@
 """Map a function over items in forked worker processes (Linux), without multiprocessing.
 
+Used by lint (``fork_map``) and by verify's small-file pool (its process helpers: a failure
+pickled with its traceback, how a child ended, stopping and reaping one).
+
 ``multiprocessing.Pool`` costs 50-60 ms before its first task runs (importing threading,
 queue, socket, subprocess, tempfile, ...; starting helper threads) and more to shut down: a
 sixth of a cold lint run over a few hundred scripts. ``concurrent.futures``' process pool

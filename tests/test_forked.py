@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from rentcheck import forked
 from rentcheck.errors import UsageError
-from rentcheck.lint import forked
-from rentcheck.lint.forked import WorkerError, fork_map
+from rentcheck.forked import WorkerError, fork_map
 
 
 def _children() -> set[int]:
@@ -143,7 +143,7 @@ def test_the_parents_buffered_output_is_written_once(tmp_path: Path) -> None:
     worker that writes (and so flushes) would print it a second time."""
     code = (
         "import sys\n"
-        "from rentcheck.lint.forked import fork_map\n"
+        "from rentcheck.forked import fork_map\n"
         "def work(x):\n"
         "    sys.stdout.flush()\n"
         "    return abs(x)\n"
@@ -157,7 +157,7 @@ def test_the_parents_buffered_output_is_written_once(tmp_path: Path) -> None:
 def test_what_a_worker_prints_is_not_lost(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from rentcheck.lint.forked import fork_map\n"
+        "from rentcheck.forked import fork_map\n"
         "fork_map(lambda x: print('item', x), [1, 2, 3], 2)\n"
     )
     out = _python(code, buffered=True)
@@ -169,7 +169,7 @@ def test_an_interrupt_in_a_new_worker_never_runs_the_callers_code() -> None:
     through the caller's handlers as if it were the parent."""
     code = (
         "import os\n"
-        "from rentcheck.lint import forked\n"
+        "from rentcheck import forked\n"
         "parent, real_close = os.getpid(), os.close\n"
         "def close(fd):\n"
         "    if os.getpid() != parent:\n"
@@ -191,7 +191,7 @@ def test_ignored_sigchld_still_gives_the_results() -> None:
     workers itself and waitpid finds none."""
     code = (
         "import signal\n"
-        "from rentcheck.lint.forked import fork_map\n"
+        "from rentcheck.forked import fork_map\n"
         "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
         "print(sum(fork_map(abs, list(range(-50, 50)), 2)))\n"
     )
@@ -233,7 +233,7 @@ def test_a_worker_killed_while_answering_is_named_not_a_pickle_error(
 def test_fork_map_loads_no_multiprocessing(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from rentcheck.lint.forked import fork_map\n"
+        "from rentcheck.forked import fork_map\n"
         "fork_map(abs, [1, -2], 2)\n"
         "print(sorted(m for m in sys.modules if m.startswith(('multiprocessing', 'threading'))))\n"
     )
@@ -269,7 +269,7 @@ def test_workers_stop_when_their_parent_is_gone(tmp_path: Path) -> None:
     log = tmp_path / "done"
     code = (
         "import os, time\n"
-        "from rentcheck.lint.forked import fork_map\n"
+        "from rentcheck.forked import fork_map\n"
         "def work(i):\n"
         f"    with open({str(log)!r}, 'a') as f:\n"
         "        f.write(f'{os.getpid()}\\n')\n"
@@ -319,7 +319,7 @@ def test_a_failing_worker_is_reported_at_once_and_the_others_stopped(
 
 _CTRL_C_AFTER_FORK = """
 import os, signal, threading, time
-from rentcheck.lint.forked import fork_map
+from rentcheck.forked import fork_map
 # Ctrl-C raises as in a terminal: an xdist worker's child inherits SIGINT ignored.
 signal.signal(signal.SIGINT, signal.default_int_handler)
 real_fork, started = os.fork, []
