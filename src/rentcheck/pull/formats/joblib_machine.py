@@ -49,8 +49,20 @@ __all__ = ["JOBLIB_GLOBALS", "JOBLIB_OPS", "JoblibMachine"]
 #: names as ``subclass`` (looked up, never called on numpy 2), ``numpy.dtype`` (called with a
 #: type code, then given its state) and numpy's own array/scalar reconstruction for object
 #: arrays, whose nested pickle joblib reads with the same unrestricted ``find_class``.
+#: numpy < 2 pickled the subclasses by their defining modules, so files dumped with numpy 1.x
+#: (joblib's own test data among them) name them so.
 JOBLIB_GLOBALS: frozenset[str] = frozenset(
-    {WRAPPER, "numpy.ndarray", "numpy.matrix", "numpy.memmap", "numpy.dtype", *NUMPY_GLOBALS}
+    {
+        WRAPPER,
+        "numpy.ndarray",
+        "numpy.matrix",
+        "numpy.matrixlib.defmatrix.matrix",
+        "numpy.memmap",
+        "numpy.core.memmap.memmap",
+        "numpy._core.memmap.memmap",
+        "numpy.dtype",
+        *NUMPY_GLOBALS,
+    }
 )
 _SERIALS = itertools.count()
 MAX_TRACKED = 200_000  # dicts, wrappers and dtypes whose contents are kept
