@@ -8,6 +8,7 @@ big output cannot deadlock) and the exit status always read. Secrets go on stdin
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import select
@@ -187,7 +188,10 @@ class SSHBox(Box):
                 hint="a login script or the box streams output endlessly; look at it with ssh",
             ) from None
         finally:
-            channel.close()
+            # on a connection the box already dropped, closing raises too (EOFError): the
+            # error that says what happened is the one above
+            with contextlib.suppress(*broken):
+                channel.close()
         # -1: the server sent no exit status (the command died from a signal).
         result = CommandResult(255 if status < 0 else status, out, err, time.monotonic() - start)
         return self._check_timeout(result, label, timeout)
