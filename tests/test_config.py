@@ -80,7 +80,7 @@ STABLE_SHELL = {c for c in SHELL if all_rules(with_plugins=False)[c].status.valu
         ),
         (
             {"select": ("RC101",), "extend_select": ("RC9",)},
-            {"RC101", "RC900", "RC901", "RC910", "RC911", "RC912", "RC913"},
+            {"RC101", "RC900", "RC901", "RC910", "RC911", "RC912", "RC913", "RC914"},
         ),
         ({"select": ("RC1",), "ignore": ("RC1",)}, set()),
         ({"select": ("RC1",), "preview": True}, SHELL),

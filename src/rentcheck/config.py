@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from rentcheck.errors import ConfigError
+from rentcheck.gates.table import GATES as _GATES
+from rentcheck.gates.table import gate_sections as _gate_sections
 from rentcheck.model import Rule, RuleStatus, Severity
 from rentcheck.record import field, record, replace
 
@@ -57,23 +59,12 @@ LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
 # config layer only checks that they are tables; the gate validates its keys with
 # ``check_section_keys``. A plugin gate's section is looked up only for a key that is not
 # one of these (the entry points are not read on every run).
-SECTIONS = (
-    "python",
-    "smoke",
-    "resume",
-    "audit",
-    "launch",
-    "watch",
-    "pull",
-    "verify",
-    "teardown",
-    "profiles",
-)
+SECTIONS = _gate_sections(_GATES)
 CORE_KEYS = (*LIST_KEYS, "per-file-ignores", "fail-level", "preview", "output-format")
 # The host inventory ([tool.rentcheck.hosts.NAME] tables), validated by rentcheck.box.fleet.
 INVENTORY = "hosts"
 KNOWN_KEYS = (*CORE_KEYS, *SECTIONS, INVENTORY)
-# Keys every gate section accepts: the gate's own selection and fail level.
+# Keys every gate section accepts: the gate's own selection and fail level (the one copy).
 JUDGEMENT_KEYS = ("select", "ignore", "per-file-ignores", "fail-level")
 ENV_PREFIX = "RENTCHECK_"
 

@@ -1,11 +1,13 @@
 """pytest adapter: ``pytest --rentcheck`` (or ``--rentcheck-gate lint``) turns the lint gate
 into test items; ``--rentcheck-gate NAME`` runs any gate or phase (rentcheck.gates.pytest_items).
 
-Inert unless asked. With it, every file a selected rule applies to becomes
-one item (failures print ``path:line:col CODE message`` lines, no traceback), and one status
-item fails when nothing was checked, so an empty or mis-pointed run cannot pass. Repository
-checks (e.g. ``.gitattributes``) run in the status item. Each item judges its own file, so the
-plugin behaves the same with pytest-xdist (``-n``) as without it.
+Inert unless asked. With it, the session collects the project itself (the config's
+directory, as ``rentcheck check`` walks it, whatever ``testpaths`` or the paths given to pytest
+say): every file a selected rule applies to becomes one item (failures print
+``path:line:col CODE message`` lines, no traceback), and one status item fails when nothing
+was checked, so an empty or mis-pointed run cannot pass. Repository checks (e.g.
+``.gitattributes``) run in the status item. Each item judges its own file, so the plugin
+behaves the same with pytest-xdist (``-n``) as without it.
 
 Importing this module must stay cheap: no torch, paramiko, safetensors or requests.
 """
@@ -13,8 +15,7 @@ Importing this module must stay cheap: no torch, paramiko, safetensors or reques
 from __future__ import annotations
 
 import functools
-import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,12 +26,12 @@ from rentcheck.gates.pytest_items import GateFailure, GateItem
 if TYPE_CHECKING:
     from rentcheck.lint.engine import Linter
     from rentcheck.lint.source import SourceFile
-    from rentcheck.lint.walk import GitRepo
 
-__all__ = ["RentcheckFile", "RentcheckFileItem", "RentcheckStatusItem"]
+__all__ = ["RentcheckFileItem", "RentcheckProject", "RentcheckStatusItem"]
 
 _LINTER_KEY = pytest.StashKey["Linter"]()
 _STATUS_NAME = "rentcheck-status"
+_PROJECT = "rentcheck-lint"
 
 
 def _gate_plugins() -> tuple[str, ...]:
@@ -104,50 +105,59 @@ def _linter(config: pytest.Config) -> Linter:
     return linter
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> RentcheckFile | None:
-    config = parent.config
-    if not _lint_requested(config):
-        return None
-    from rentcheck.lint.source import SourceFile
-    from rentcheck.pathmatch import matches_any
-
-    linter = _linter(config)
-    rel = os.path.relpath(file_path, linter.config.root).replace(os.sep, "/")
-    if rel.startswith("..") or file_path.is_symlink():
-        rel = str(file_path)
-    if matches_any(rel.lstrip("/"), linter.config.excludes):
-        return None
-    try:
-        source = SourceFile.read(rel, str(file_path), _index_mode(file_path))
-    except OSError:
-        return None
-    if not linter.wants(source):
-        return None
-    collector = RentcheckFile.from_parent(parent, path=file_path)
-    collector.source = source  # read once: the item and the status item judge these bytes
-    return collector
-
-
-def _index_mode(file_path: Path) -> int | None:
-    root = _git_root(file_path.parent)
-    if root is None:
-        return None
-    return _repo(root).index_mode(os.path.relpath(file_path, root).replace(os.sep, "/"))
-
-
 @functools.lru_cache(maxsize=64)
-def _repo(root: str) -> GitRepo:
-    from rentcheck.lint.walk import GitRepo
-
-    # One GitRepo per work tree: git is asked once whether core.fileMode makes st_mode lie.
-    return GitRepo(root)
-
-
 def _git_root(directory: Path) -> str | None:
     for candidate in (directory, *directory.parents):
         if (candidate / ".git").exists():
             return str(candidate)
     return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """With the lint gate asked for, the session collects one more node: the project (the
+    config's directory, whatever ``testpaths`` or the command line's paths say), so its
+    files and the status item are collected, and counted, like any test."""
+    report = yield
+    if (
+        isinstance(collector, pytest.Session)
+        and _lint_requested(collector.config)
+        and report.passed
+        and isinstance(report.result, list)
+    ):
+        root = Path(_linter(collector.config).config.root).resolve()
+        report.result.append(RentcheckProject.from_parent(collector, name=_PROJECT, path=root))
+    return report
+
+
+class RentcheckProject(pytest.Collector):
+    """The project's files as ``rentcheck check`` lists them (git's view in a work tree, the
+    excludes applied): an item per file a selected rule reads, then the status item."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from rentcheck.lint.engine import read_candidate
+        from rentcheck.lint.walk import collect
+
+        linter = _linter(self.config)
+        root = linter.config.root
+        checked: list[SourceFile] = []
+        for candidate in collect([], root, linter.config.excludes):
+            source = read_candidate(candidate)
+            if source is None or not linter.wants(source):
+                continue
+            item = RentcheckFileItem.from_parent(
+                self, name=candidate.path, path=Path(candidate.abspath)
+            )
+            item.setup_gate("lint")
+            item.source = source
+            checked.append(source)
+            yield item
+        status = RentcheckStatusItem.from_parent(self, name=_STATUS_NAME)
+        status.setup_gate("lint")
+        status.checked = checked
+        yield status
 
 
 @pytest.hookimpl(tryfirst=True)  # first, so that -m/-k selection also sees the gate items
@@ -158,23 +168,6 @@ def pytest_collection_modifyitems(
 
     join_marked_tests(config, items)
     add_table_items(session, items)
-    if not _lint_requested(config):
-        return
-    checked = [item for item in items if isinstance(item, RentcheckFileItem)]
-    status = RentcheckStatusItem.from_parent(session, name=_STATUS_NAME)
-    status.setup_gate("lint")
-    status.checked = [item.source for item in checked]
-    items.append(status)
-
-
-class RentcheckFile(pytest.File):
-    source: SourceFile
-
-    def collect(self) -> Iterator[RentcheckFileItem]:
-        item = RentcheckFileItem.from_parent(self, name="rentcheck")
-        item.setup_gate("lint")
-        item.source = self.source
-        yield item
 
 
 class RentcheckFileItem(GateItem):
@@ -185,10 +178,10 @@ class RentcheckFileItem(GateItem):
         findings, _ = linter.check_source(self.source)
         from rentcheck.gates.judge import GateResult
 
-        self.raise_if_failing(linter.config, GateResult("lint", findings))
+        self.raise_if_failing(linter.config, GateResult("lint", findings, files_checked=1))
 
     def reportinfo(self) -> tuple[Path, None, str]:
-        return self.path, None, f"rentcheck {self.path.name}"
+        return self.path, None, f"rentcheck {self.name}"
 
 
 class RentcheckStatusItem(GateItem):
@@ -215,7 +208,8 @@ class RentcheckStatusItem(GateItem):
         ]
         from rentcheck.gates.judge import GateResult
 
-        self.raise_if_failing(linter.config, GateResult("lint", findings))
+        seen = GateResult("lint", findings, files_checked=len(self.checked))
+        self.raise_if_failing(linter.config, seen)
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, _STATUS_NAME

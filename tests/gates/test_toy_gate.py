@@ -14,7 +14,7 @@ import pytest
 TOY_GATE = """
 from rentcheck import Finding, Rule, Severity, Applicability
 from rentcheck.gates.judge import GateResult
-from rentcheck.gates.table import Gate
+from rentcheck.gates.table import Gate, Proof
 
 RULES = (
     Rule(
@@ -33,7 +33,11 @@ def run(config, options):
     found = []
     if level < 3:
         found.append(Finding("TOY001", Severity.ERROR, f"level {level} is below 3"))
-    return GateResult("toy", found, extras={"toy": {"level": level}})
+    return GateResult("toy", found, extras={"toy": {"level": level}}, seen={"levels": 1})
+
+
+def run_blind(config, options):
+    return GateResult("blind", [])
 
 
 GATE = Gate(
@@ -45,6 +49,16 @@ GATE = Gate(
     section_keys=("level",),
     rules=("toy_gate", "RULES"),
     runner="toy_gate:run",
+    proves=(Proof("levels", "toy levels read", "set [tool.rentcheck.toy] level"),),
+)
+
+# A gate that declares nothing and reports nothing: it checked nothing, so it cannot pass.
+BLIND = Gate(
+    name="blind",
+    phase="pre-rent",
+    summary="a plugin gate that forgot to say what it saw",
+    commands=("blind",),
+    runner="toy_gate:run_blind",
 )
 """
 
@@ -54,7 +68,7 @@ def toy(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     site = tmp_path / "site"
     (site / "toy_gate-1.0.dist-info").mkdir(parents=True)
     (site / "toy_gate-1.0.dist-info" / "entry_points.txt").write_text(
-        "[rentcheck.gates]\ntoy = toy_gate:GATE\n"
+        "[rentcheck.gates]\ntoy = toy_gate:GATE\nblind = toy_gate:BLIND\n"
     )
     (site / "toy_gate.py").write_text(TOY_GATE)
     project = tmp_path / "project"
@@ -111,4 +125,27 @@ def test_one_row_makes_a_gate_everywhere(toy: tuple[Path, dict[str, str]]) -> No
         ("toy", "fail", "cli"),
         ("toy", "pass", "cli"),
         ("toy", "fail", "pytest"),
+    ]
+
+
+def test_a_gate_that_saw_nothing_cannot_pass(toy: tuple[Path, dict[str, str]]) -> None:
+    """No evidence, no pass: a row that declares no proof must still have checked a file;
+    a runner that reports nothing fails RC914 naming what was missing, in the CLI, in
+    pytest and in the ledger alike."""
+    project, env = toy
+    run = _rc(project, env, "blind")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "RC914" in run.stdout and "the blind gate saw 0 files checked" in run.stdout
+    (project / "test_nothing.py").write_text("def test_ok():\n    pass\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--rentcheck-gate", "blind", "-p", "no:cacheprovider"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 1 and "RC914" in result.stdout, result.stdout
+    entries = [
+        json.loads(x) for x in (project / ".rentcheck" / "ledger.jsonl").read_text().splitlines()
+    ]
+    assert [(e["gate"], e["verdict"], e["failing"]) for e in entries] == [
+        ("blind", "fail", ["RC914"]),
+        ("blind", "fail", ["RC914"]),
     ]

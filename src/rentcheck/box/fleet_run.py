@@ -100,6 +100,7 @@ def audit_host(
         extras=extras,
         host=host.name,
         profile=settings.profile,
+        seen=audit.seen,
     )
     return HostResult(host, merged, result, extras=extras)
 

@@ -31,8 +31,15 @@ if TYPE_CHECKING:
 __all__ = ["AuditItem"]
 
 GATE = "audit"
+
+
 # Gates that also run per inventory host: asked for alone, --rentcheck-hosts audits nothing.
-LATER_HOST_GATES = frozenset({"launch", "watch", "pull", "verify", "teardown"})
+def _later_host_gates() -> frozenset[str]:
+    """The gates of the phases after the audit (launch ... teardown), from the gate table."""
+    from rentcheck.gates.table import PHASES, all_gates
+
+    after = PHASES.index("audit")
+    return frozenset(g.name for g in all_gates() if g.phase in PHASES and g.phase_index > after)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -86,7 +93,7 @@ def pytest_collection_modifyitems(
             "the audit gate needs a box: --rentcheck-audit HOST (an ssh alias, or local), "
             "or --rentcheck-hosts all|TAG (the [tool.rentcheck.hosts] inventory)"
         )
-    if GATE not in requested and requested & LATER_HOST_GATES:
+    if GATE not in requested and requested & _later_host_gates():
         fleet = []  # --rentcheck-hosts with another gate asked for (pull ...): not the audit
     for host in dict.fromkeys(hosts):
         audit = AuditItem.from_parent(session, name=f"rentcheck-audit[{host}]")

@@ -34,6 +34,11 @@ class AuditResult:
             "round_trip_s": self.facts.get("probe", {}).get("round_trip_s"),
         }
 
+    @property
+    def seen(self) -> dict[str, int]:
+        """What the audit saw, for the gate's proof: a box whose probe answered with facts."""
+        return {"hosts": 1 if self.facts.get("schema") else 0}
+
 
 def load_profile(name: str, config: Config) -> ProfileView:
     """The platform profile ``name``, when this rentcheck has platform profiles at all."""

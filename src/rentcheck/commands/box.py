@@ -173,7 +173,7 @@ def run_audit(args: argparse.Namespace) -> int:
             "facts": result.facts,
             "budget": budget_extra(settings.budget),
         },
-        files_checked=0,
+        seen=result.seen,
         host=args.host,
         profile=settings.profile,
         headline=facts_table(result.facts, settings, args.host),

@@ -81,10 +81,12 @@ def show(
         save_last_report(run.root, gate.name, report)
     color = use_color(args.color, sys.stdout.isatty() and not args.output_file)
     text = render(report, config.output_format, color=color)
+    from rentcheck.gates.judge import headline_of
     from rentcheck.sanitise import sanitise
 
-    # Headlines quote runs and boxes (log lines, paths): escaped, line breaks kept.
-    headline = "".join(sanitise(line, keep_newlines=True) + "\n" for line in result.headline)
+    # Headlines quote runs and boxes (log lines, paths): escaped, each on its own line (a
+    # line break inside one would let a box's text print a verdict rentcheck never gave).
+    headline = "".join(sanitise(line) + "\n" for line in headline_of(result, verdict))
     if headline and config.output_format in ("text", "concise"):
         text = headline + "\n" + text
     elif headline:

@@ -112,7 +112,7 @@ def watch_host(
     from rentcheck.box.fleet import host_config, host_settings
     from rentcheck.box.fleet_run import named_for
     from rentcheck.box.transport import open_box
-    from rentcheck.commands.watch import watch_result
+    from rentcheck.box.watch_gate import watch_result
 
     # reached as its audit reaches it: the host's ssh_config unless the command line gives one
     given_connection = {k: v for k, v in connection.items() if v is not None}

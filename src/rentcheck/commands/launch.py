@@ -12,9 +12,8 @@ from rentcheck.config import Config, load_config
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
     from rentcheck.box.transport import Box
-    from rentcheck.gates.judge import GateResult
 
-__all__ = ["add_parsers", "launch_check_runner", "watch_runner"]
+__all__ = ["add_parsers"]
 
 
 def _connection(p: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -126,47 +125,9 @@ def _edited_scripts(box: Box, argv: list[str], cwd: str, timeout: float) -> list
     return [f for f in mutation_findings(facts, box.name) if (f.details or {}).get("file") in ours]
 
 
-def check_job(
-    box: Box, host: str, session: str, wait: float, patterns: tuple[str, ...]
-) -> tuple[list[Any], dict[str, Any]]:
-    """The launch gate on a launched job: one job-probe exec, waiting for a first step."""
-    from rentcheck.box.jobfacts import gather_job
-    from rentcheck.box.launch import job_dir
-    from rentcheck.box.launch_check import launch_findings
-
-    request = {"job_dir": job_dir(session), "patterns": list(patterns), "wait_first_step": wait}
-    facts = gather_job(box, request, wait + 30.0)
-    return launch_findings(facts, host, session, wait), facts
-
-
-def _job_extras(facts: dict[str, Any]) -> dict[str, Any]:
-    log = facts.get("log") or {}
-    return {
-        "status": facts.get("status"),
-        "process": facts.get("process"),
-        "first_step": log.get("first_step"),
-        "log_tail": log.get("tail"),
-        "unreadable": facts.get("unreadable"),
-    }
-
-
-def _status_evidence(facts: dict[str, Any]) -> dict[str, str]:
-    status = facts.get("status") or {}
-    keys = {
-        "session": "session",
-        "pid": "pid",
-        "pgid": "pgid",
-        "start_ticks": "start_ticks",
-        "started_at": "started_at",
-        "command_sha256": "command_sha256",
-        "log": "log",
-        "ckpt_dir": "checkpoint_dir",
-    }
-    return {name: str(status[key]) for key, name in keys.items() if status.get(key) is not None}
-
-
 def run_launch(args: argparse.Namespace) -> int:
     from rentcheck.box.launch import LaunchPlan, start_job
+    from rentcheck.box.launch_gate import check_job, job_extras
     from rentcheck.box.launch_settings import launch_settings
     from rentcheck.box.transport import close_all
     from rentcheck.errors import UsageError
@@ -226,12 +187,14 @@ def run_launch(args: argparse.Namespace) -> int:
         launched = start_job(box, plan, os.environ, timeout=settings.timeout)
         wait = settings.first_step_timeout
         findings, facts = check_job(box, args.host, plan.session, wait, settings.step_patterns)
+        alive = bool((facts.get("process") or {}).get("alive"))
     finally:
         close_all()
     result = GateResult(
         "launch",
         findings,
-        extras={"launch": vars(launched), "job": _job_extras(facts)},
+        extras={"launch": vars(launched), "job": job_extras(facts)},
+        seen={"jobs": 1 if alive else 0},
         host=args.host,
         evidence=launched.evidence(),
     )
@@ -244,32 +207,8 @@ def run_launch(args: argparse.Namespace) -> int:
     return finish(args, run, result, command="launch", rules=rules)
 
 
-def launch_check_result(
-    config: Config, host: str, session: str | None, wait: float | None, box: Box
-) -> GateResult:
-    from rentcheck.box.launch_settings import launch_settings
-    from rentcheck.gates.judge import GateResult
-
-    settings = launch_settings(config, {"session": session, "first_step_timeout": wait})
-    findings, facts = check_job(
-        box, host, settings.session, settings.first_step_timeout, settings.step_patterns
-    )
-    result = GateResult(
-        "launch",
-        findings,
-        extras={"job": _job_extras(facts)},
-        host=host,
-        evidence=_status_evidence(facts),
-    )
-    proc = facts.get("process") or {}
-    result.headline = (
-        f"launch-check {host} session {settings.session}: "
-        + ("alive" if proc.get("alive") else "not alive"),
-    )
-    return result
-
-
 def run_launch_check(args: argparse.Namespace) -> int:
+    from rentcheck.box.launch_gate import launch_check_result
     from rentcheck.box.transport import close_all
     from rentcheck.gates.judge import GateResult
     from rentcheck.gates.run import GateRun
@@ -288,33 +227,3 @@ def run_launch_check(args: argparse.Namespace) -> int:
         finally:
             close_all()
     return finish(args, run, result, command="launch-check", rules=all_rules())
-
-
-def launch_check_runner(config: Config, options: dict[str, Any]) -> GateResult:
-    """The pytest item of the launch gate (``--rentcheck-gate launch``): launch-check."""
-    from rentcheck.errors import UsageError
-
-    host = options.get("host")
-    if not host:
-        raise UsageError("the launch gate needs a host", hint="pytest --rentcheck-audit HOST")
-    name = options.get("name") or host  # an inventory host's name; host is its alias
-    return launch_check_result(config, name, None, None, _open_for_options(options))
-
-
-def watch_runner(config: Config, options: dict[str, Any]) -> GateResult:
-    """The pytest item of the watch gate (``--rentcheck-gate watch``): one watch."""
-    from rentcheck.commands.watch import watch_result
-    from rentcheck.errors import UsageError
-
-    host = options.get("host")
-    if not host:
-        raise UsageError("the watch gate needs a host", hint="pytest --rentcheck-audit HOST")
-    name = options.get("name") or host  # its state file and findings go by the name
-    return watch_result(config, name, {}, _open_for_options(options)).result
-
-
-def _open_for_options(options: dict[str, Any]) -> Box:
-    """The box a pytest item's runner connects to (``--rentcheck-ssh-config`` included)."""
-    from rentcheck.box.transport import open_box
-
-    return open_box(options["host"], ssh_config=options.get("ssh_config"))

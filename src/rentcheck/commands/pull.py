@@ -9,10 +9,7 @@ but verify will fail until the unfinished writes are dealt with and the manifest
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import sys
-import time
 from typing import Any
 
 from rentcheck.config import Config, load_config
@@ -20,7 +17,6 @@ from rentcheck.config import Config, load_config
 __all__ = ["add_parsers"]
 
 _MANIFEST = "PULL_MANIFEST.json"
-REPORT_OK_ROWS = 1000  # ok files listed in a text run's last-run report (all with json)
 
 
 def add_parsers(
@@ -372,20 +368,12 @@ def verify_and_mark(
     marker_extra: dict[str, Any] | None = None,
     show_progress: bool = True,
 ) -> tuple[Any, Any, Any]:
-    """The verify gate on ``root``: judged, PULL_VERIFIED.json written when it passes,
-    recorded in the ledger; (run, result, verdict) for the caller to show."""
-    from rentcheck.gates.judge import GateResult
-    from rentcheck.gates.run import GateRun
+    """The verify gate (``rentcheck.pull.verify_gate``) with this command line's flags."""
     from rentcheck.output import use_color
-    from rentcheck.pull.gate import file_verdicts, run_verify, verify_summary
-    from rentcheck.pull.marker import write_verified_marker
     from rentcheck.pull.progress import TerminalProgress
-    from rentcheck.pull.rules import RULES_BY_CODE
     from rentcheck.pull.settings import verify_settings
+    from rentcheck.pull.verify_gate import verify_gate
 
-    # numpy's BLAS starts a pool of spinning threads at import; verify never multiplies a
-    # matrix, and those threads cost the hashing workers CPU (this process only).
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     settings = verify_settings(config, deep=args.deep, jobs=args.jobs)
     if args.allow_global:
         settings = verify_settings(
@@ -397,94 +385,21 @@ def verify_and_mark(
     progress = None
     if show_progress and sys.stderr.isatty():
         progress = TerminalProgress(sys.stderr, color=use_color(args.color, True))
-    started = time.monotonic()
-    result = run_verify(
-        root,
+    run, gate, verdict = verify_gate(
+        config,
         settings,
+        root,
         manifest=manifest,
         expected_run_id=expected_run_id,
+        marker_extra=marker_extra,
         progress=progress,
+        exit_zero=args.exit_zero,
     )
-    seconds = round(time.monotonic() - started, 3)
     if progress is not None:
         progress.finish()
-    manifest_digest = None if result.manifest is None else "sha256:" + result.manifest.sha256
-    gate = GateResult(
-        "verify",
-        list(result.findings),
-        files_checked=len(result.files),
-        advisory=settings.advisory,
-        evidence={"manifest": manifest_digest} if manifest_digest else {},
-    )
-    run = GateRun(config, "verify", manifest=manifest_digest)
-    # verify reports RC5xx only; the full rule table costs start-up time
-    verdict = run.conclude(gate, exit_zero=args.exit_zero, rules=RULES_BY_CODE, record=False)
-    marker = None
-    if verdict.passed:
-        marker = write_verified_marker(
-            result,
-            fail_level=verdict.fail_level,
-            allow=settings.advisory | judged_away(result.findings, verdict),
-            extra={"settings": settings.policy(), "seconds": seconds, **(marker_extra or {})},
-        )
-        gate.evidence["marker"] = "sha256:" + _file_sha256(str(marker))
-    gate.extras = {
-        "verify": {
-            "root": os.fspath(root),
-            **verify_summary(result),
-            "marker": None if marker is None else str(marker),
-            "deep": settings.deep,
-            "hash": "sha256",
-            "settings": settings.policy(),
-            "bytes_read": result.bytes_read,
-            "seconds": seconds,
-        }
-    }
-    # JSON output lists every file. Otherwise the rows only reach the last-run report that
-    # `rentcheck report` reads: every file that is not ok, and the first REPORT_OK_ROWS that
-    # are (a row per file of a million-file pull would cost hundreds of MB).
-    rows = file_verdicts(
-        result,
-        verdict.fail_level,
-        settings.advisory,
-        ok_limit=None if config.output_format == "json" else REPORT_OK_ROWS,
-    )
-    gate.extras["verify"]["files"] = rows
-    gate.extras["verify"]["files_total"] = len(result.files)
-    run.record(gate, verdict)
-    if marker is None:
+    if not verdict.passed:
         sys.stderr.write("rentcheck: verification failed: no PULL_VERIFIED.json written\n")
-    else:
-        gate.headline = (f"verified: wrote {marker}",)
-        gate.proved = _what_verify_proved(result)
     return run, gate, verdict
-
-
-def judged_away(findings: Any, verdict: Any) -> frozenset[str]:
-    """Codes the selection dropped everywhere (an ``ignore``, a host's too): the marker
-    lists them as advisory instead of refusing a pull its judgement passed."""
-    kept = {f.code for f in verdict.findings}
-    return frozenset(f.code for f in findings if f.code not in kept)
-
-
-_IS_CHECKPOINT = re.compile("safetensors|torch|pickle")
-
-
-def _what_verify_proved(result: Any) -> str:
-    """What a clean verify proved: files, bytes, digests, and the checkpoints judged
-    (structurally valid, safe to load, finite)."""
-    from rentcheck.pull.progress import human_bytes
-    from rentcheck.pull.verdicts import tally
-
-    nbytes, kinds, tensors = tally(result.files)  # from the columns: no row made
-    checkpoints = sum(n for kind, n in kinds.items() if _IS_CHECKPOINT.match(kind))
-    said = f"{len(result.files)} files, {human_bytes(nbytes)}, all digests match"
-    if checkpoints:
-        checks = "loaded with torch too" if result.deep else "safe to load"
-        said += (
-            f"; {checkpoints} checkpoint(s) structurally valid, {checks}, {tensors} tensors finite"
-        )
-    return said + "."
 
 
 def run_teardown(args: argparse.Namespace) -> int:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 from rentcheck.config import Config, load_config
 from rentcheck.errors import UsageError
-from rentcheck.model import Finding
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
+if TYPE_CHECKING:
+    from rentcheck.gates.judge import GateResult
 
 EPILOG = (
     "Give the command after `--` to override the configured one, e.g. "
@@ -99,22 +101,13 @@ def _config(args: argparse.Namespace) -> Config:
     )
 
 
-def _finish(
-    args: argparse.Namespace,
-    config: Config,
-    *,
-    command: str,
-    findings: Sequence[Finding],
-    verdict: list[str],
-    extra: dict[str, Any],
-) -> int:
+def _finish(args: argparse.Namespace, config: Config, result: GateResult) -> int:
     from rentcheck.commands.finish import finish
-    from rentcheck.gates.judge import GateResult
     from rentcheck.gates.run import GateRun
     from rentcheck.registry import all_rules
 
-    result = GateResult(command, list(findings), extras=extra, headline=tuple(verdict))
-    return finish(args, GateRun(config, command), result, command=command, rules=all_rules())
+    run = GateRun(config, result.gate)
+    return finish(args, run, result, command=result.gate, rules=all_rules())
 
 
 def _list_presets() -> int:
@@ -133,6 +126,7 @@ def _list_presets() -> int:
 def run_smoke_command(args: argparse.Namespace) -> int:
     if args.list_presets:
         return _list_presets()
+    from rentcheck.run.gate_results import smoke_result
     from rentcheck.run.settings import smoke_settings
     from rentcheck.run.smoke import run_smoke
 
@@ -140,14 +134,11 @@ def run_smoke_command(args: argparse.Namespace) -> int:
     config = _config(args)
     settings = smoke_settings(config, _overrides(args, {"allow": allow}))
     outcome = run_smoke(settings, keep_workdir=args.keep_workdir)
-    extra = {"smoke": outcome.to_dict()}
-    lines = outcome.verdict_lines()
-    return _finish(
-        args, config, command="smoke", findings=outcome.findings, verdict=lines, extra=extra
-    )
+    return _finish(args, config, smoke_result(outcome))
 
 
 def run_resume_command(args: argparse.Namespace) -> int:
+    from rentcheck.run.gate_results import resume_result
     from rentcheck.run.resume import run_resume
     from rentcheck.run.settings import resume_settings
 
@@ -163,8 +154,4 @@ def run_resume_command(args: argparse.Namespace) -> int:
     config = _config(args)
     settings = resume_settings(config, _overrides(args, extra))
     outcome = run_resume(settings, keep_workdirs=args.keep_workdir)
-    data = {"resume": outcome.to_dict()}
-    lines = outcome.verdict_lines()
-    return _finish(
-        args, config, command="resume", findings=outcome.findings, verdict=lines, extra=data
-    )
+    return _finish(args, config, resume_result(outcome))

@@ -16,7 +16,6 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from rentcheck.commands.finish import add_force_options, force_reason, show
@@ -24,11 +23,9 @@ from rentcheck.config import Config
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
-    from rentcheck.box.transport import Box
-    from rentcheck.box.watch import WatchOutcome
-    from rentcheck.gates.judge import GateResult
+    pass
 
-__all__ = ["WatchRun", "add_watch_parser", "watch_result"]
+__all__ = ["add_watch_parser"]
 
 ON_CHANGE_TIMEOUT = 30.0
 
@@ -77,66 +74,6 @@ def add_watch_parser(
     watch.add_argument("--expected-duration", metavar="AGE", help="for the fast-finish check")
     add_force_options(watch)
     watch.set_defaults(handler=run_watch)
-
-
-@dataclass
-class WatchRun:
-    result: GateResult
-    outcome: WatchOutcome
-
-
-def _state_path(root: str, host: str, session: str) -> str:
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{host}-{session}")
-    return os.path.join(root, ".rentcheck", "watch", safe + ".json")
-
-
-def _read_state(path: str) -> dict[str, Any] | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            state = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    return state if isinstance(state, dict) else None
-
-
-def watch_result(config: Config, host: str, given: dict[str, Any], box: Box) -> WatchRun:
-    """One watch: probe, judge against the saved state, save the new state."""
-    from rentcheck.atomic import write_atomic
-    from rentcheck.box.jobfacts import gather_job
-    from rentcheck.box.launch import job_dir
-    from rentcheck.box.launch_settings import watch_settings
-    from rentcheck.box.watch import judge_watch
-    from rentcheck.gates.judge import GateResult
-
-    settings = watch_settings(config, given)
-    path = _state_path(os.path.abspath(config.root), host, settings.session)
-    previous = _read_state(path)
-    request: dict[str, Any] = {
-        "job_dir": job_dir(settings.session),
-        "patterns": list(settings.step_patterns),
-        "log_offset": (previous or {}).get("offset"),
-        "disk_paths": dict(settings.disk_paths),
-        "disk_of_job": True,
-        "memory": True,
-        "gpu": settings.gpu,
-        "tail_lines": 5,
-    }
-    facts = gather_job(box, request, settings.timeout)
-    outcome = judge_watch(facts, previous, settings, host)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    outcome.event["changed"] = (previous or {}).get("health") != outcome.health or (
-        (previous or {}).get("codes") != outcome.event["codes"]
-    )
-    outcome.state["codes"] = outcome.event["codes"]
-    write_atomic(path, json.dumps(outcome.state, sort_keys=True).encode())
-    result = GateResult(
-        "watch",
-        outcome.findings,
-        host=host,
-        extras={"watch": outcome.event, "round_trip_s": facts.get("round_trip_s")},
-    )
-    result.headline = (outcome.line,)
-    return WatchRun(result, outcome)
 
 
 def _append_jsonl(path: str, event: dict[str, Any]) -> None:
@@ -196,6 +133,7 @@ def _fleet_once(args: argparse.Namespace, config: Config) -> int:
 
 def _once(args: argparse.Namespace, config: Config) -> int:
     from rentcheck.box.transport import close_all
+    from rentcheck.box.watch_gate import watch_result
     from rentcheck.commands.launch import open_for
     from rentcheck.gates.run import GateRun
     from rentcheck.registry import all_rules

@@ -3,7 +3,10 @@
 Each gate returns a ``GateResult``; ``judge`` applies that gate's own selection (the lint
 gate: the top-level ``select``/``ignore``/``per-file-ignores``; every other gate: the same
 keys inside its ``[tool.rentcheck.<section>]`` table), its advisory codes and the fail level,
-and gives the verdict. The CLI and the pytest items both call it, so they cannot disagree.
+checks what the gate saw against what its row says it must see (``Gate.proves``: seeing
+less is RC914, never a pass), and gives the verdict. The CLI and the pytest items both call
+it, and every surface reads the verdict it returns: the headline (``headline_of``), the
+ledger line, the evidence kept only on a pass, the marker, the report and the exit code.
 """
 
 from __future__ import annotations
@@ -18,14 +21,13 @@ from rentcheck.record import field, record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
+    from rentcheck.gates.table import Proof
     from rentcheck.model import Rule
 
-__all__ = ["JUDGEMENT_KEYS", "GateResult", "Verdict", "judge", "selection_of"]
-
-# Keys every gate's section may carry, whatever else the gate reads from it.
-JUDGEMENT_KEYS = ("select", "ignore", "per-file-ignores", "fail-level")
+__all__ = ["GateResult", "Verdict", "headline_of", "judge", "selection_of"]
 
 
 @record(frozen=False)
@@ -42,9 +44,16 @@ class GateResult:
     host: str | None = None
     profile: str | None = None
     evidence: dict[str, str] = field(default_factory=dict)  # e.g. manifest digest
-    headline: tuple[str, ...] = ()  # lines a person reads first (the smoke verdict, ...)
+    headline: tuple[str, ...] = ()  # lines a person reads first (facts, not the verdict)
+    # The headline as a function of the verdict (passed?): a gate that words its verdict
+    # ("teardown gate passed: ...") says it through this, never from its own judgement.
+    say: Callable[[bool], Sequence[str]] | None = None
     proved: str | None = None  # what a clean run proved, in the gate's words
     partial: bool = False  # checked part of the project only: proves nothing for the ledger
+    # What the run saw, by the counters its row's ``proves`` names (files, optimizer_steps...)
+    seen: dict[str, int] = field(default_factory=dict)
+    # Evidence the ledger keeps only when the verdict is a pass (teardown's approval).
+    pass_evidence: dict[str, str] = field(default_factory=dict)
 
 
 @record
@@ -68,8 +77,8 @@ class Selection:
 
 
 # Codes of the ordering rules: a missing prerequisite is passed with --force --reason (and
-# recorded), never switched off by a selection.
-ALWAYS_COUNTED = ("RC910", "RC911", "RC912", "RC913")
+# recorded), never switched off by a selection; nor is a gate that saw nothing (RC914).
+ALWAYS_COUNTED = ("RC910", "RC911", "RC912", "RC913", "RC914")
 
 
 def selection_of(config: Config, section: str | None) -> Selection:
@@ -156,8 +165,13 @@ def judge(
     section: str | None,
     exit_zero: bool = False,
     rules: Mapping[str, Rule] | None = None,
+    proves: Sequence[Proof] | None = None,
 ) -> Verdict:
-    """The verdict on ``result`` under ``config``'s selection for the gate's ``section``."""
+    """The verdict on ``result`` under ``config``'s selection for the gate's ``section``.
+
+    ``proves`` is what the gate must have seen (its row's, by default; ``()`` for a run that
+    only checks prerequisites): when nothing else fails and the run saw less, RC914 fails it.
+    """
     selection = selection_of(config, section)
     if section is not None and rules is not None:
         check_selection(config, section, selection, rules)
@@ -167,7 +181,52 @@ def judge(
     failing = tuple(
         f for f in kept if f.severity >= selection.fail_level and f.code not in result.advisory
     )
+    if not failing and not result.partial:
+        unseen = tuple(_unseen(result, _proves_of(result.gate) if proves is None else proves))
+        kept, failing = kept + unseen, unseen
     return Verdict(kept, failing, selection.fail_level, 0 if exit_zero or not failing else 1)
+
+
+def _proves_of(gate: str) -> Sequence[Proof]:
+    from rentcheck.errors import UsageError
+    from rentcheck.gates.table import gate_named
+
+    try:
+        return gate_named(gate).proves
+    except UsageError:  # not a gate of the table (a tool's own result): nothing declared
+        return ()
+
+
+def seen_count(result: GateResult, counter: str) -> int:
+    """How many of ``counter`` the run saw (``files`` falls back to ``files_checked``)."""
+    if counter in result.seen:
+        return int(result.seen[counter])
+    return result.files_checked if counter == "files" else 0
+
+
+def _unseen(result: GateResult, proves: Sequence[Proof]) -> list[Finding]:
+    """RC914 for each proof the run fell short of: what was missing and how to provide it."""
+    from rentcheck.gates.rules import NO_EVIDENCE
+
+    found = []
+    for proof in proves:
+        count = seen_count(result, proof.counter)
+        if count < proof.minimum:
+            found.append(
+                NO_EVIDENCE.finding(
+                    f"the {result.gate} gate saw {count} {proof.what} (it must see at least "
+                    f"{proof.minimum} to pass): {proof.how}",
+                    host=result.host,
+                    details={"counter": proof.counter, "seen": count, "minimum": proof.minimum},
+                )
+            )
+    return found
+
+
+def headline_of(result: GateResult, verdict: Verdict) -> tuple[str, ...]:
+    """The lines a person reads first, worded from the one verdict."""
+    said = tuple(result.say(verdict.passed)) if result.say is not None else ()
+    return said + tuple(result.headline)
 
 
 def plugin_findings(result: GateResult) -> list[Finding]:

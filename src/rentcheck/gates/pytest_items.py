@@ -10,7 +10,6 @@ worker) appends one ledger line per gate (and host). Importing this module stays
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,17 +42,6 @@ ALSO_PROPERTY = "rentcheck_also_gate"
 # The manifest digest the item's pull, verify or teardown was about (the ledger's evidence).
 MANIFEST_PROPERTY = "rentcheck_manifest"
 _REQUESTED = pytest.StashKey[frozenset[str]]()
-
-# The older per-gate options, each of which also asks for its gate.
-LEGACY_OPTIONS = {
-    "lint": "rentcheck",
-    "smoke": "rentcheck_smoke",
-    "resume": "rentcheck_resume",
-    "audit": "rentcheck_audit",
-    "verify": "rentcheck_verify",
-    "pull": "rentcheck_pull",
-    "teardown": "rentcheck_teardown",
-}
 
 
 class GateFailure(Exception):
@@ -113,14 +101,16 @@ class GateItem(pytest.Item):
 
     def raise_if_failing(self, config: Config, result: GateResult) -> None:
         """Judge ``result`` as the CLI does; fail with its headline and finding lines."""
-        from rentcheck.gates.judge import failing_lines, judge
+        from rentcheck.gates.judge import failing_lines, headline_of, judge
         from rentcheck.gates.table import gate_named
 
-        verdict = judge(config, result, section=gate_named(self.gate).section)
+        row = gate_named(self.gate)
+        verdict = judge(config, result, section=row.section, proves=row.proves)
         if verdict.failing:
             codes = ",".join(sorted({f.code for f in verdict.failing}))
             self.user_properties.append((FAILING_PROPERTY, codes))
-            lines = [*result.headline, *([""] if result.headline else [])]
+            headline = headline_of(result, verdict)
+            lines = [*headline, *([""] if headline else [])]
             lines += failing_lines(verdict.failing)
             raise GateFailure("\n".join(lines))
 
@@ -206,9 +196,11 @@ def requested_gates(config: pytest.Config) -> frozenset[str]:
             names.update(g.name for g in gates_for(given))
         except UsageError as exc:
             raise pytest.UsageError(f"--rentcheck-gate {given}: {exc}") from None
-    for gate, option in LEGACY_OPTIONS.items():
-        if config.getoption(option, None):
-            names.add(gate)
+    from rentcheck.gates.table import all_gates
+
+    for row in all_gates():  # the per-gate flags (--rentcheck-smoke ...) ask for their gate
+        if row.pytest_flag and config.getoption(row.pytest_flag, None):
+            names.add(row.name)
     found = frozenset(names)
     config.stash[_REQUESTED] = found
     return found
@@ -312,6 +304,12 @@ class GateRecorder:
         self.config = config
         self.outcomes: dict[tuple[str, str | None], dict[str, Any]] = {}
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Every gate's items in lifecycle order (lint's 0.1 s before smoke's 20 s), after
+        each gate module added its own."""
+        order_by_phase(items)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
         gate = props.get(GATE_PROPERTY)
@@ -340,10 +338,9 @@ class GateRecorder:
             rc_config = load_project_config(self.config)
         except RentcheckError:
             return
-        partial = _partial_lint(self.config, rc_config.root)
+        # The lint items are the whole project's (the plugin collects the config's directory
+        # whatever paths pytest was given), so a lint verdict here is the project's.
         for (gate, host), outcome in sorted(self.outcomes.items(), key=_by_gate):
-            if gate == "lint" and partial:
-                continue  # lint of some paths proves nothing about the project
             failed = outcome["by_outcome"].get("failed", [])
             manifest = outcome.get("manifest")
             GateRun(rc_config, gate, host=host, manifest=manifest, via="pytest").record_outcome(
@@ -354,7 +351,12 @@ class GateRecorder:
             )
 
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
-        for gate in sorted(requested_gates(self.config)):
+        if self.config.option.collectonly:
+            return  # nothing ran: no verdict to give
+        from rentcheck.gates.table import all_gates
+
+        order = [g.name for g in all_gates()]
+        for gate in sorted(requested_gates(self.config), key=order.index):
             merged: dict[str, list[str]] = {}
             for (name, _), outcome in self.outcomes.items():
                 if name == gate:
@@ -372,9 +374,3 @@ class GateRecorder:
 
 def _by_gate(item: tuple[tuple[str, str | None], Any]) -> tuple[str, str]:
     return item[0][0], item[0][1] or ""
-
-
-def _partial_lint(config: pytest.Config, root: str) -> bool:
-    base = str(config.invocation_params.dir)
-    given = [os.path.abspath(os.path.join(base, str(a).split("::")[0])) for a in config.args]
-    return any(path != os.path.abspath(root) for path in given)

@@ -1,10 +1,12 @@
-"""RC910-RC913: the order of the gates, checked against the ledger before a gate runs."""
+"""RC910-RC914: the order of the gates, checked against the ledger before a gate runs, and
+the evidence a gate must have seen to pass."""
 
 from __future__ import annotations
 
 from rentcheck.model import Applicability, Rule, Severity
 
 __all__ = [
+    "NO_EVIDENCE",
     "ORDER_RULES",
     "PREREQUISITE_FAILED",
     "PREREQUISITE_FORCED",
@@ -72,9 +74,26 @@ PREREQUISITE_FORCED = Rule(
     default_severity=Severity.NOTE,
 )
 
+NO_EVIDENCE = Rule(
+    code="RC914",
+    name="gate-saw-nothing",
+    family="gates",
+    summary="A gate found nothing wrong, but saw less than it must see to pass",
+    why="A pass is proof. A lint of 0 files, a smoke of 0 optimizer steps, a verify of no "
+    "file or a teardown that never re-read the box found nothing because it looked at "
+    "nothing; passing them would release a box, or start a paid run, on no evidence at all.",
+    example_bad="rentcheck check   ->  All checks passed (0 files checked)",
+    example_good="rentcheck check   ->  All checks passed (12 files checked)",
+    fix="Give the gate what the finding names (the files, steps, box or job it must see); "
+    "each gate's row in the gate table says what it must have seen.",
+    fix_applicability=Applicability.NONE,
+    default_severity=Severity.ERROR,
+)
+
 ORDER_RULES: tuple[Rule, ...] = (
     PREREQUISITE_MISSING,
     PREREQUISITE_STALE,
     PREREQUISITE_FAILED,
     PREREQUISITE_FORCED,
+    NO_EVIDENCE,
 )

@@ -118,7 +118,14 @@ class GateRun:
         """Judge ``result`` (with the order findings) and append it to the ledger."""
         self.with_order(result)
         verdict = judge(
-            self.config, result, section=self.gate.section, exit_zero=exit_zero, rules=rules
+            self.config,
+            result,
+            section=self.gate.section,
+            exit_zero=exit_zero,
+            rules=rules,
+            # A planned run (`rentcheck gate launch` without a command) proves prerequisites
+            # only: its verdict is "ready", never "pass".
+            proves=() if self.gate.planned else self.gate.proves,
         )
         if record and not result.partial:
             self.record(result, verdict)
@@ -132,7 +139,7 @@ class GateRun:
             findings=len(verdict.findings),
             host=result.host,
             profile=result.profile,
-            evidence=result.evidence,
+            evidence={**result.evidence, **(result.pass_evidence if verdict.passed else {})},
         )
 
     def record_outcome(

@@ -14,10 +14,12 @@ from functools import cache, lru_cache
 from rentcheck.record import record
 
 __all__ = [
+    "FILES_SEEN",
     "GATES",
     "GATE_ENTRY_POINT_GROUP",
     "PHASES",
     "Gate",
+    "Proof",
     "Requirement",
     "all_gates",
     "command_index",
@@ -53,6 +55,28 @@ class Requirement:
 
 
 @record
+class Proof:
+    """What a gate must have seen to pass: at least ``minimum`` of ``counter`` in its result's
+    ``seen`` (``"files"`` falls back to ``files_checked``). Seeing less is a failure (RC914)
+    that says ``what`` was missing and ``how`` to provide it, whatever the findings say."""
+
+    counter: str
+    what: str  # in the gate's words, plural: "files linted", "optimizer steps"
+    how: str  # the command or setting that provides it
+    minimum: int = 1
+
+
+# What a gate that declares nothing must have seen: a file (a plugin's gate that checks
+# something else says so with its own ``proves``).
+FILES_SEEN = Proof(
+    "files",
+    "files checked",
+    "the gate checked nothing; give it something to check, or declare what it proves "
+    "(Gate(proves=...)) and report it in GateResult.seen",
+)
+
+
+@record
 class Gate:
     """One lifecycle gate: everything the CLI, the registry, the config, pytest and the
     ledger need to know about it."""
@@ -76,6 +100,11 @@ class Gate:
     # "module:function" (config) -> its effective settings (a dataclass or a mapping), for
     # `rentcheck config` to show every value of the section, defaults included.
     settings: str | None = None
+    # What it must have seen to pass (judge() adds RC914 when a run saw less). Every gate
+    # proves something: "nothing seen" is never a pass.
+    proves: tuple[Proof, ...] = (FILES_SEEN,)
+    # Its pytest flag (``--rentcheck-<flag>``) besides ``--rentcheck-gate NAME``.
+    pytest_flag: str | None = None
 
     @property
     def phase_index(self) -> int:
@@ -94,6 +123,16 @@ GATES: tuple[Gate, ...] = (
         cli_module="check",
         section=None,
         pytest_module="rentcheck.pytest_plugin",
+        pytest_flag="rentcheck",
+        proves=(
+            Proof(
+                "files",
+                "files linted",
+                "nothing in the project is a file the lint gate reads (shell, Python, config); "
+                "check `exclude`/`extend-exclude` and `python.training-paths` in the config, or "
+                "run `rentcheck check` from the project root",
+            ),
+        ),
     ),
     Gate(
         name="smoke",
@@ -104,6 +143,16 @@ GATES: tuple[Gate, ...] = (
         section="smoke",
         rules=("rentcheck.run.rules", "SMOKE_RULES"),
         pytest_module="rentcheck.run.pytest_gate",
+        pytest_flag="rentcheck_smoke",
+        proves=(
+            Proof(
+                "optimizer_steps",
+                "optimizer steps",
+                "the run took no optimizer step that the step shim or the log showed; keep "
+                "`smoke.shim` on (auto), or set `smoke.step-patterns` to a regex matching the "
+                "step lines the entrypoint prints",
+            ),
+        ),
         settings="rentcheck.run.settings:smoke_settings",
     ),
     Gate(
@@ -115,6 +164,15 @@ GATES: tuple[Gate, ...] = (
         section="resume",
         rules=("rentcheck.run.rules", "RESUME_RULES"),
         pytest_module="rentcheck.run.pytest_gate",
+        pytest_flag="rentcheck_resume",
+        proves=(
+            Proof(
+                "scenarios",
+                "kill-and-relaunch scenarios judged",
+                "no scenario ran to a judgement; give the run enough `resume.steps` for a kill "
+                "to land before its end, and keep `resume.signals` or `kill-during-save` on",
+            ),
+        ),
         settings="rentcheck.run.settings:resume_settings",
     ),
     Gate(
@@ -126,6 +184,14 @@ GATES: tuple[Gate, ...] = (
         section="audit",
         rules=("rentcheck.box.rules", "BOX_RULES"),
         pytest_module="rentcheck.box.pytest_gate",
+        pytest_flag="rentcheck_audit",
+        proves=(
+            Proof(
+                "hosts",
+                "boxes probed",
+                "the probe did not answer; check `rentcheck audit --host HOST` reaches the box",
+            ),
+        ),
         evidence=("host",),
         settings="rentcheck.box.settings:audit_settings",
     ),
@@ -137,7 +203,14 @@ GATES: tuple[Gate, ...] = (
         cli_module="launch",
         section="launch",
         rules=("rentcheck.box.launch_rules", "LAUNCH_RULES"),
-        runner="rentcheck.commands.launch:launch_check_runner",
+        proves=(
+            Proof(
+                "jobs",
+                "jobs proved alive",
+                "no job was seen running; start it with `rentcheck launch --host HOST -- CMD`",
+            ),
+        ),
+        runner="rentcheck.box.launch_gate:launch_check_runner",
         evidence=("digest", "host"),
         requires=(
             Requirement("lint"),
@@ -155,7 +228,15 @@ GATES: tuple[Gate, ...] = (
         cli_module="launch",
         section="watch",
         rules=("rentcheck.box.launch_rules", "WATCH_RULES"),
-        runner="rentcheck.commands.launch:watch_runner",
+        proves=(
+            Proof(
+                "jobs",
+                "jobs probed",
+                "the job was not probed; check `rentcheck watch --host HOST --session NAME` "
+                "reaches the box and names the launched session",
+            ),
+        ),
+        runner="rentcheck.box.watch_gate:watch_runner",
         evidence=("host",),
         requires=(Requirement("launch", ("host",)),),
         settings="rentcheck.box.launch_settings:watch_settings_view",
@@ -170,7 +251,15 @@ GATES: tuple[Gate, ...] = (
         section_keys=("remote_root", "local_root"),  # the fleet's defaults (box/fleet_pull.py)
         rules=("rentcheck.pull.transfer_rules", "PULL_GATE_RULES"),
         pytest_module="rentcheck.pull.pytest_pull",
+        pytest_flag="rentcheck_pull",
         evidence=("manifest",),
+        proves=(
+            Proof(
+                "files",
+                "files brought home and verified",
+                "the roster listed no file; check the remote root names the run's folder",
+            ),
+        ),
     ),
     Gate(
         name="verify",
@@ -181,7 +270,16 @@ GATES: tuple[Gate, ...] = (
         section="verify",
         rules=("rentcheck.pull.transfer_rules", "PULL_GATE_RULES"),
         pytest_module="rentcheck.pull.pytest_gate",
+        pytest_flag="rentcheck_verify",
         evidence=("manifest",),
+        proves=(
+            Proof(
+                "files",
+                "files verified against the manifest",
+                "nothing was verified; pull the run with `rentcheck pull BOX:ROOT ./run` (it "
+                "brings PULL_MANIFEST.json) and verify that folder",
+            ),
+        ),
         settings="rentcheck.pull.settings:verify_settings",
     ),
     Gate(
@@ -193,7 +291,16 @@ GATES: tuple[Gate, ...] = (
         section="teardown",
         rules=("rentcheck.pull.teardown_rules", "TEARDOWN_RULES"),
         pytest_module="rentcheck.pull.pytest_pull",
+        pytest_flag="rentcheck_teardown",
         evidence=("manifest",),
+        proves=(
+            Proof(
+                "box_reads",
+                "re-reads of the box as it is now",
+                "the box was not re-read; pass --host HOST (it must answer), or --manifest-now "
+                "FILE rebuilt on the box after the verified pull",
+            ),
+        ),
         requires=(Requirement("verify", ("manifest",)),),
         settings="rentcheck.pull.settings:teardown_settings",
     ),
@@ -206,6 +313,14 @@ GATES: tuple[Gate, ...] = (
         section="profiles",
         rules=("rentcheck.profiles.rules", "RULES"),
         settings="rentcheck.profiles.load:profiles_settings",
+        proves=(
+            Proof(
+                "files",
+                "profiles checked",
+                "this project lists no profiles of its own: set `profiles.paths` in its config, "
+                "or name them (`rentcheck stale DIR_OR_FILE.md`)",
+            ),
+        ),
     ),
 )
 

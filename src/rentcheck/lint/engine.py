@@ -279,7 +279,7 @@ class Linter:
 
     def lint_candidate(self, candidate: Candidate, *, fix: bool, diff: bool) -> _FileOutcome | None:
         """Read, check (and fix) one file; None when no selected rule looks at it."""
-        source = _read(candidate)
+        source = read_candidate(candidate)
         if source is None:
             return None
         plan = self.plan(source)
@@ -364,7 +364,8 @@ def _training_paths(config: Config) -> tuple[str, ...] | None:
     return tuple(paths)
 
 
-def _read(candidate: Candidate) -> SourceFile | None:
+def read_candidate(candidate: Candidate) -> SourceFile | None:
+    """The file a walk listed, read once (None when it vanished or cannot be read)."""
     index_mode = None
     if candidate.repo is not None:
         rel = os.path.relpath(candidate.abspath, candidate.repo.root).replace(os.sep, "/")

@@ -161,13 +161,11 @@ class PullItem(GateItem):
 
     def runtest(self) -> None:
         from rentcheck.box.fleet_run import named_for
-        from rentcheck.commands.pull import judged_away
-        from rentcheck.gates.judge import GateResult, judge
+        from rentcheck.gates.judge import GateResult
         from rentcheck.gates.pytest_items import MANIFEST_PROPERTY
-        from rentcheck.pull.gate import run_verify
-        from rentcheck.pull.marker import write_verified_marker
         from rentcheck.pull.pull_run import PullRequest, pull_to
         from rentcheck.pull.settings import verify_settings
+        from rentcheck.pull.verify_gate import verify_gate
 
         host, config, box = self.reached()  # as the host's audit reaches it: its alias
         request = PullRequest(
@@ -179,24 +177,27 @@ class PullItem(GateItem):
         )
         outcome = pull_to(request)
         findings = list(outcome.findings)
+        seen = 0
         if outcome.transferred:
-            settings = verify_settings(config)
-            result = run_verify(self.local_root, settings)
-            findings += result.findings
-            gate = GateResult("verify", list(result.findings), advisory=settings.advisory)
-            verdict = judge(config, gate, section="verify")
-            if result.manifest is not None:  # the ledger's evidence: teardown matches it
-                self.user_properties.append((MANIFEST_PROPERTY, "sha256:" + result.manifest.sha256))
-            if verdict.passed:
-                source = {"host": host.alias, "remote_root": outcome.box_root}
-                write_verified_marker(
-                    result,
-                    fail_level=verdict.fail_level,
-                    allow=settings.advisory | judged_away(result.findings, verdict),
-                    extra={"settings": settings.policy(), "source": source},
-                )
+            source = {"host": host.alias, "remote_root": outcome.box_root}
+            # The controller records (GateRecorder): this item's outcome is verify's too.
+            _, verified, _ = verify_gate(
+                config,
+                verify_settings(config),
+                self.local_root,
+                marker_extra={"source": source},
+                record=False,
+                via="pytest",
+            )
+            findings += verified.findings
+            seen = verified.files_checked
+            manifest = verified.evidence.get("manifest")
+            if manifest:  # the ledger's evidence: teardown matches it
+                self.user_properties.append((MANIFEST_PROPERTY, manifest))
         findings = named_for(host, findings)
-        self.raise_if_failing(config, GateResult("pull", findings, host=self.host))
+        self.raise_if_failing(
+            config, GateResult("pull", findings, host=self.host, files_checked=seen)
+        )
 
     def reportinfo(self) -> tuple[str, None, str]:
         return self.name, None, self.name

@@ -149,7 +149,6 @@ class TeardownResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "passed": self.passed,
             "approved": self.approved,
             "marker": self.marker_path,
             "box_now": self.box_now,
@@ -358,9 +357,9 @@ def check_teardown(
     )
 
 
-def describe(result: TeardownResult, *, order_met: bool = True) -> str:
-    """The meter-stop block printed above the findings (text output); ``order_met`` is
-    whether the gates teardown requires (verify of this manifest) are in the ledger."""
+def describe(result: TeardownResult, *, passed: bool) -> list[str]:
+    """The meter-stop block printed above the findings (text output), worded from the gate's
+    one verdict (``passed``: judge()'s, prerequisites and evidence included)."""
     plan = result.plan
     where = f" on {plan.platform}" if plan.platform else ""
     undo = {True: "cannot be undone", False: "can be undone", None: "reversibility unknown"}
@@ -379,7 +378,9 @@ def describe(result: TeardownResult, *, order_met: bool = True) -> str:
             f"changed, {len(result.gone_on_box)} gone since the pull; "
             f"{result.hashed_on_box} file(s) hashed there"
         )
-    if result.passed and order_met:
+    if passed:
         lines.append("teardown gate passed: you may now stop the meter yourself.")
+    else:
+        lines.append("teardown gate FAILED: do not stop the meter; the findings say why.")
     lines.append("rentcheck never runs the platform's meter-stop command.")
-    return "\n".join(lines) + "\n\n"
+    return lines

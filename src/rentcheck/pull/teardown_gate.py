@@ -141,19 +141,25 @@ def teardown_result(
         approval = f"typed {plan.verb!r}"
         result = judged(True)
     evidence: dict[str, str] = {"manifest": run.manifest} if run.manifest else {}
-    if result.passed and approval:
-        evidence["approval"] = approval
+    approved: dict[str, str] = {}
+    if approval and marker is not None:
+        # Kept by the ledger only when the one verdict passes (GateResult.pass_evidence).
+        approved["approval"] = approval
         with open(marker_path(request.verified)[0], "rb") as handle:
-            evidence["marker"] = "sha256:" + hashlib.sha256(handle.read()).hexdigest()
+            approved["marker"] = "sha256:" + hashlib.sha256(handle.read()).hexdigest()
+    extras = {**result.to_dict(), "approval": approval}
+    extras.pop("passed", None)  # the verdict is judge()'s: the report's gate block says it
     return GateResult(
         "teardown",
         list(result.findings),
-        extras={"teardown": {**result.to_dict(), "approval": approval}},
+        extras={"teardown": extras},
         files_checked=result.files_checked,
         host=request.host,
         profile=profile,
         evidence=evidence,
-        headline=(describe(result, order_met=order_met).rstrip("\n"),),
+        pass_evidence=approved,
+        seen={"box_reads": 0 if now is None else 1},
+        say=lambda passed: describe(result, passed=passed),
     )
 
 

@@ -69,13 +69,13 @@ def pytest_collection_modifyitems(
 
 class RunGateItem(GateItem):
     def runtest(self) -> None:
-        from rentcheck.gates.judge import GateResult
+        from rentcheck.run.gate_results import resume_result, smoke_result
 
         config = _load(self.config)
-        runner = SmokeRunner(config) if self.gate == "smoke" else ResumeRunner(config)
-        outcome: SmokeOutcome | ResumeOutcome = runner.run()
-        result = GateResult(self.gate, list(outcome.findings))
-        result.headline = tuple(outcome.verdict_lines())
+        if self.gate == "smoke":
+            result = smoke_result(SmokeRunner(config).run())
+        else:
+            result = resume_result(ResumeRunner(config).run())
         self.raise_if_failing(config, result)
 
 

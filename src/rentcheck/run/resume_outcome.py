@@ -38,10 +38,13 @@ class ResumeOutcome:
             else 0.0
         )
 
-    def verdict_lines(self) -> list[str]:
+    def verdict_lines(self, passed: bool | None = None) -> list[str]:
+        """The resume block, worded from ``passed`` (the gate's verdict; this outcome's own
+        findings when None, for a test that runs the engine directly)."""
+        passed = self.passed if passed is None else passed
         ref = self.reference
         lines = [
-            f"resume: {'PASSED' if self.passed else 'FAILED'}: {len(self.judgement.scenarios)} "
+            f"resume: {'PASSED' if passed else 'FAILED'}: {len(self.judgement.scenarios)} "
             f"kill scenario(s) in {self.duration:.1f} s ({self.ratio:.1f}x one uninterrupted run)",
             f"  command: {' '.join(self.settings.argv)}",
             f"  python: {self.settings.interpreter.path} ({self.settings.interpreter.source})",
@@ -56,7 +59,7 @@ class ResumeOutcome:
                 f"  {forked} of {len(runs)} interrupted and relaunched runs forked from a warmed "
                 "interpreter of their chain (`fork-server: off` starts each anew)"
             )
-        if not self.passed:
+        if not passed:
             lines.append(f"  reproduce: {reproduce_line(ref.result.launch)}")
             lines += [f"  outputs and run logs kept in {w}" for w in self.workdirs]
         return lines

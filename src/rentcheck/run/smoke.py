@@ -82,8 +82,11 @@ class SmokeOutcome:
     def reproduce(self) -> str:
         return reproduce_line(self.result.launch)
 
-    def verdict_lines(self) -> list[str]:
-        head = "PASSED" if self.passed else "FAILED"
+    def verdict_lines(self, passed: bool | None = None) -> list[str]:
+        """The smoke block, worded from ``passed`` (the gate's verdict; this outcome's own
+        findings when None, for a test that runs the engine directly)."""
+        passed = self.passed if passed is None else passed
+        head = "PASSED" if passed else "FAILED"
         steps = f"{self.observed_steps} optimizer step{'s' if self.observed_steps != 1 else ''}"
         lines = [
             f"smoke: {head}: the run {self.ended_by} after {steps} in {self.result.duration:.1f} s",
@@ -94,7 +97,7 @@ class SmokeOutcome:
         if self.failure is not None:
             detail = f" ({self.failure.detail})" if self.failure.detail else ""
             lines.append(f"  class: {self.failure.kind}: {self.failure.evidence}{detail}")
-        if not self.passed:
+        if not passed:
             lines.append(f"  reproduce: {self.reproduce()}")
             if self.workdir:
                 lines.append(f"  outputs and smoke.log kept in {self.workdir}")

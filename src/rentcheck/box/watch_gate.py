@@ -1,0 +1,90 @@
+"""The watch gate on one box: probe the launched job, judge it against the state kept in
+``.rentcheck/watch/``, keep the new state; the CLI, the fleet and the pytest item call it."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rentcheck.box.transport import Box
+    from rentcheck.box.watch import WatchOutcome
+    from rentcheck.config import Config
+    from rentcheck.gates.judge import GateResult
+
+__all__ = ["WatchRun", "watch_result", "watch_runner"]
+
+
+@dataclass
+class WatchRun:
+    result: GateResult
+    outcome: WatchOutcome
+
+
+def _state_path(root: str, host: str, session: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{host}-{session}")
+    return os.path.join(root, ".rentcheck", "watch", safe + ".json")
+
+
+def _read_state(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            state = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def watch_result(config: Config, host: str, given: dict[str, Any], box: Box) -> WatchRun:
+    """One watch: probe, judge against the saved state, save the new state."""
+    from rentcheck.atomic import write_atomic
+    from rentcheck.box.jobfacts import gather_job
+    from rentcheck.box.launch import job_dir
+    from rentcheck.box.launch_settings import watch_settings
+    from rentcheck.box.watch import judge_watch
+    from rentcheck.gates.judge import GateResult
+
+    settings = watch_settings(config, given)
+    path = _state_path(os.path.abspath(config.root), host, settings.session)
+    previous = _read_state(path)
+    request: dict[str, Any] = {
+        "job_dir": job_dir(settings.session),
+        "patterns": list(settings.step_patterns),
+        "log_offset": (previous or {}).get("offset"),
+        "disk_paths": dict(settings.disk_paths),
+        "disk_of_job": True,
+        "memory": True,
+        "gpu": settings.gpu,
+        "tail_lines": 5,
+    }
+    facts = gather_job(box, request, settings.timeout)
+    outcome = judge_watch(facts, previous, settings, host)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    outcome.event["changed"] = (previous or {}).get("health") != outcome.health or (
+        (previous or {}).get("codes") != outcome.event["codes"]
+    )
+    outcome.state["codes"] = outcome.event["codes"]
+    write_atomic(path, json.dumps(outcome.state, sort_keys=True).encode())
+    result = GateResult(
+        "watch",
+        outcome.findings,
+        host=host,
+        extras={"watch": outcome.event, "round_trip_s": facts.get("round_trip_s")},
+        seen={"jobs": 1 if isinstance(facts.get("status"), dict) else 0},
+    )
+    result.headline = (outcome.line,)
+    return WatchRun(result, outcome)
+
+
+def watch_runner(config: Config, options: dict[str, Any]) -> GateResult:
+    """The pytest item of the watch gate (``--rentcheck-gate watch``): one watch."""
+    from rentcheck.box.launch_gate import open_for_options
+    from rentcheck.errors import UsageError
+
+    host = options.get("host")
+    if not host:
+        raise UsageError("the watch gate needs a host", hint="pytest --rentcheck-audit HOST")
+    name = options.get("name") or host  # its state file and findings go by the name
+    return watch_result(config, name, {}, open_for_options(options)).result
