@@ -1,4 +1,4 @@
-"""``rentcheck launch``, ``rentcheck launch-check`` and ``rentcheck watch``: phases 2 and 3."""
+"""``rentcheck launch`` and ``rentcheck launch-check``: phase 2 (watch is ``commands.watch``)."""
 
 from __future__ import annotations
 
@@ -6,24 +6,14 @@ import argparse
 import os
 from typing import Any
 
+from rentcheck.commands.box_options import config_of, connection_options, open_for
 from rentcheck.commands.finish import add_force_options, finish, force_reason
-from rentcheck.config import Config, load_config
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
     from rentcheck.box.transport import Box
 
 __all__ = ["add_parsers"]
-
-
-def _connection(p: argparse.ArgumentParser, *, required: bool = True) -> None:
-    # launch checks its prerequisites before it asks for a host: `rentcheck gate launch`
-    # says what is missing first.
-    p.add_argument("--host", required=required, help="an ssh alias (as in ssh_config), or local")
-    p.add_argument("--session", help="the job's name on the box (default: train)")
-    g = p.add_argument_group("connection")
-    g.add_argument("--ssh-config", metavar="FILE", help="ssh_config to resolve aliases with")
-    g.add_argument("--connect-timeout", type=float, metavar="S", help="TCP and auth timeout (10)")
 
 
 def add_parsers(
@@ -39,7 +29,7 @@ def add_parsers(
         "traceback. Refuses before starting anything when a prerequisite gate is missing.",
         epilog="Exit 0 launched and alive, 1 findings (or refused), 2 error.",
     )
-    _connection(launch, required=False)
+    connection_options(launch, required=False)
     launch.add_argument("--log", metavar="PATH", help="log file on the box (appended to)")
     launch.add_argument("--cwd", metavar="DIR", help="working directory on the box (~)")
     launch.add_argument(
@@ -67,32 +57,12 @@ def add_parsers(
         parents=[common],
         help="the launch gate alone: is the launched job alive, detached, stepping",
     )
-    _connection(check)
+    connection_options(check)
     check.add_argument(
         "--first-step-timeout", type=float, metavar="S", help="wait this long for a step (60)"
     )
     add_force_options(check)
     check.set_defaults(handler=run_launch_check)
-
-    from rentcheck.commands.watch import add_watch_parser
-
-    # watch takes --host or --hosts (the inventory): run_watch asks for one of them.
-    add_watch_parser(sub, common, lambda p: _connection(p, required=False))
-
-
-def config_of(args: argparse.Namespace) -> Config:
-    overrides = {"fail-level": args.fail_level, "output-format": args.output_format}
-    return load_config(".", explicit=args.config, isolated=args.isolated, overrides=overrides)
-
-
-def open_for(args: argparse.Namespace | None, host: str) -> Box:
-    from rentcheck.box.transport import open_box
-
-    return open_box(
-        host,
-        ssh_config=getattr(args, "ssh_config", None),
-        connect_timeout=getattr(args, "connect_timeout", None),
-    )
 
 
 def _script_paths(argv: list[str], cwd: str, home: str | None) -> set[str]:

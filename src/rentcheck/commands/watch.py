@@ -15,7 +15,6 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 from rentcheck.commands.finish import add_force_options, force_reason, show
@@ -25,16 +24,16 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy kno
 if TYPE_CHECKING:
     pass
 
-__all__ = ["add_watch_parser"]
+__all__ = ["add_parsers"]
 
 ON_CHANGE_TIMEOUT = 30.0
 
 
-def add_watch_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-    common: argparse.ArgumentParser,
-    connection: Callable[[argparse.ArgumentParser], None],
+def add_parsers(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
 ) -> None:
+    from rentcheck.commands.box_options import connection_options
+
     watch = sub.add_parser(
         "watch",
         parents=[common],
@@ -45,7 +44,8 @@ def add_watch_parser(
         epilog="cron: */10 * * * * cd /path/project && rentcheck watch --host box "
         "--jsonl watch.jsonl",
     )
-    connection(watch)
+    # watch takes --host or --hosts (the inventory): run_watch asks for one of them.
+    connection_options(watch, required=False)
     watch.add_argument(
         "--hosts",
         action="append",
@@ -134,7 +134,7 @@ def _fleet_once(args: argparse.Namespace, config: Config) -> int:
 def _once(args: argparse.Namespace, config: Config) -> int:
     from rentcheck.box.transport import close_all
     from rentcheck.box.watch_gate import watch_result
-    from rentcheck.commands.launch import open_for
+    from rentcheck.commands.box_options import open_for
     from rentcheck.gates.run import GateRun
     from rentcheck.registry import all_rules
 
@@ -153,7 +153,7 @@ def _once(args: argparse.Namespace, config: Config) -> int:
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    from rentcheck.commands.launch import config_of
+    from rentcheck.commands.box_options import config_of
     from rentcheck.errors import UsageError
     from rentcheck.gates.order import parse_age
 
