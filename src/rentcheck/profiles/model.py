@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ __all__ = [
     "Spot",
     "Tier",
     "build_profile",
+    "meter_stop_warning",
 ]
 
 PROFILE_KINDS = ("ssh-rental", "cloud-api", "slurm", "kubernetes", "notebook", "workstation")
@@ -194,8 +195,6 @@ class Profile:
 
     def meter_stop_warning(self) -> str:
         """The meter-stop action and what it destroys, in plain words."""
-        from rentcheck.profiles.show import meter_stop_warning
-
         return meter_stop_warning(self)
 
     def to_dict(self) -> dict[str, Any]:
@@ -281,3 +280,53 @@ def build_profile(data: Mapping[str, Any], path: str = "", shipped: bool = False
         path=path,
         shipped=shipped,
     )
+
+
+def _tier_words(tiers: Sequence[Tier]) -> str:
+    return "; ".join(f"{t.name} ({', '.join(t.paths) or 'no path'})" for t in tiers)
+
+
+def meter_stop_warning(profile: Profile) -> str:
+    """What stopping the meter does on this platform, said so a tired person gets it."""
+    meter = profile.meter_stop
+    verb = meter.verb
+    if verb == "none":
+        opening = f"On {profile.platform} there is no meter to stop ({meter.action})."
+    elif verb == "automatic":
+        opening = f"On {profile.platform} the meter stops by itself: {meter.action}."
+    elif verb == "manual":
+        opening = f"On {profile.platform} the meter stops only when you act: {meter.action}."
+    else:
+        opening = f"The action that stops the meter on {profile.platform} is: {meter.action}."
+    parts = [opening]
+    if meter.irreversible is True:
+        parts.append("It cannot be undone.")
+    elif meter.irreversible is False:
+        parts.append("It can be undone (the instance can be started again).")
+    destroyed = profile.destroyed_tiers
+    kept = tuple(t for t in profile.tiers if t.name in meter.keeps)
+    unknown = tuple(t for t in profile.tiers if t.survives_meter_stop is None)
+    if destroyed:
+        parts.append(f"It DELETES everything on: {_tier_words(destroyed)}.")
+    else:
+        parts.append("It deletes no storage tier.")
+    if kept:
+        parts.append(f"It keeps: {_tier_words(kept)}.")
+    if unknown:
+        parts.append(f"Unknown fate (treat as deleted): {_tier_words(unknown)}.")
+    durable = profile.durable_tier
+    if durable is not None:
+        parts.append(
+            f"Checkpoints and results must be on {durable.name} "
+            f"({', '.join(durable.paths) or 'see the profile'}) or pulled and verified before it."
+        )
+    else:
+        parts.append("No tier outlives it: pull every result and verify the pull before you do it.")
+    clocks = [c for c in profile.danger_clocks if c.after is not None]
+    if clocks:
+        parts.append(
+            "Clocks that act on their own: "
+            + "; ".join(f"after {c.after}, {c.what}" for c in clocks)
+            + "."
+        )
+    return " ".join(parts)

@@ -4,63 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rentcheck.profiles.model import Profile, Tier
+from rentcheck.profiles.model import Profile, Tier, meter_stop_warning
 
 __all__ = ["meter_stop_warning", "render_profile", "survival_rows"]
 
 
 def _yes_no(value: bool | None, yes: str = "yes", no: str = "no") -> str:
     return "unknown" if value is None else (yes if value else no)
-
-
-def _tier_words(tiers: Sequence[Tier]) -> str:
-    return "; ".join(f"{t.name} ({', '.join(t.paths) or 'no path'})" for t in tiers)
-
-
-def meter_stop_warning(profile: Profile) -> str:
-    """What stopping the meter does on this platform, said so a tired person gets it."""
-    meter = profile.meter_stop
-    verb = meter.verb
-    if verb == "none":
-        opening = f"On {profile.platform} there is no meter to stop ({meter.action})."
-    elif verb == "automatic":
-        opening = f"On {profile.platform} the meter stops by itself: {meter.action}."
-    elif verb == "manual":
-        opening = f"On {profile.platform} the meter stops only when you act: {meter.action}."
-    else:
-        opening = f"The action that stops the meter on {profile.platform} is: {meter.action}."
-    parts = [opening]
-    if meter.irreversible is True:
-        parts.append("It cannot be undone.")
-    elif meter.irreversible is False:
-        parts.append("It can be undone (the instance can be started again).")
-    destroyed = profile.destroyed_tiers
-    kept = tuple(t for t in profile.tiers if t.name in meter.keeps)
-    unknown = tuple(t for t in profile.tiers if t.survives_meter_stop is None)
-    if destroyed:
-        parts.append(f"It DELETES everything on: {_tier_words(destroyed)}.")
-    else:
-        parts.append("It deletes no storage tier.")
-    if kept:
-        parts.append(f"It keeps: {_tier_words(kept)}.")
-    if unknown:
-        parts.append(f"Unknown fate (treat as deleted): {_tier_words(unknown)}.")
-    durable = profile.durable_tier
-    if durable is not None:
-        parts.append(
-            f"Checkpoints and results must be on {durable.name} "
-            f"({', '.join(durable.paths) or 'see the profile'}) or pulled and verified before it."
-        )
-    else:
-        parts.append("No tier outlives it: pull every result and verify the pull before you do it.")
-    clocks = [c for c in profile.danger_clocks if c.after is not None]
-    if clocks:
-        parts.append(
-            "Clocks that act on their own: "
-            + "; ".join(f"after {c.after}, {c.what}" for c in clocks)
-            + "."
-        )
-    return " ".join(parts)
 
 
 def survival_rows(profile: Profile) -> list[list[str]]:
