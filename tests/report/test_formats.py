@@ -44,6 +44,10 @@ def test_json_report_validates_against_shipped_schema(cli, repo: Path) -> None:
 
 
 def test_clean_json_report_validates_too(cli, tmp_path: Path) -> None:
+    # Clean, not empty: a project of nothing lintable fails RC914 (no evidence, no pass).
+    (tmp_path / "run.sh").write_text("#!/bin/bash\necho hi\n")
+    (tmp_path / "run.sh").chmod(0o755)
+    (tmp_path / ".gitattributes").write_text("*.sh text eol=lf\n")
     doc = json.loads(cli("check", "--output-format", "json", cwd=tmp_path).out)
     jsonschema.validate(doc, _schema(), cls=jsonschema.Draft202012Validator)
     assert doc["results"] == [] and doc["exit_code"] == 0

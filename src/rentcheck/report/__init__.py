@@ -31,18 +31,16 @@ class Report:
     fixed: int = 0
     suppressed: int = 0
     extra: dict[str, Any] = field(default_factory=dict)  # gate-specific fields (facts, ...)
-    # The findings the gate's judgement (rentcheck.gates.judge) says fail; None: every
-    # finding at or above fail_level (a report built without a judgement, as in tests).
-    judged_failing: tuple[Finding, ...] | None = None
+    # The findings the gate's one verdict (rentcheck.gates.judge) says fail. A report has no
+    # judgement of its own: built without a verdict (a renderer's test), nothing fails.
+    judged_failing: tuple[Finding, ...] = ()
     # What a clean run proved, in the gate's words ("12 files, 9.4 GB, all digests match"),
     # said instead of the generic "All checks passed" (None: the generic line).
     proved: str | None = None
 
     @property
     def failing(self) -> list[Finding]:
-        if self.judged_failing is not None:
-            return list(self.judged_failing)
-        return [f for f in self.findings if f.severity >= self.fail_level]
+        return list(self.judged_failing)
 
     @property
     def exit_code(self) -> int:
