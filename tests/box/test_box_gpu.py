@@ -17,9 +17,9 @@ from rentcheck.box.gpu import (
     parse_gpus,
     parse_xid,
 )
-from rentcheck.box.probe import EVENT_FIELDS, THROTTLE_FIELDS, Probe
 from rentcheck.box.settings import AuditSettings
 from rentcheck.model import Severity
+from rentcheck.payload.probe import EVENT_FIELDS, THROTTLE_FIELDS, Probe
 
 DATA = Path(__file__).parent / "data"
 GPU_BOX = AuditSettings(expect_gpu=True)

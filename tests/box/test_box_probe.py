@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rentcheck.box import probe
 from rentcheck.box.facts import probe_script, probe_stream
 from rentcheck.box.transport import LocalBox
+from rentcheck.payload import probe
 
 
 def test_the_probe_parses_as_python_3_6() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from rentcheck.box.launch_settings import WatchSettings
-from rentcheck.box.probe import EVENT_FIELDS
 from rentcheck.box.watch import judge_watch
+from rentcheck.payload.probe import EVENT_FIELDS
 
 NOW = 1_800_000_000.0
 

@@ -12,8 +12,10 @@ import pytest
 
 from tests.conftest import make_repo
 
+LEVELS = [("note", False), ("warning", False), ("error", True)]
 
-@pytest.mark.parametrize(("level", "passes"), [("note", False), ("warning", False), ("error", True)])
+
+@pytest.mark.parametrize(("level", "passes"), LEVELS)
 def test_lint_agrees_on_every_surface(tmp_path: Path, level: str, passes: bool) -> None:
     # RC102 (no `*.sh text eol=lf` in .gitattributes) is a warning: it fails at warning and
     # note, and passes at error; every surface must say which.
@@ -41,8 +43,7 @@ def test_lint_agrees_on_every_surface(tmp_path: Path, level: str, passes: bool) 
     assert tests.returncode == (0 if passes else 1), tests.stdout
     assert f"rentcheck lint gate: {'PASSED' if passes else 'FAILED'}" in tests.stdout
     ledger = [
-        json.loads(line)
-        for line in (repo / ".rentcheck" / "ledger.jsonl").read_text().splitlines()
+        json.loads(line) for line in (repo / ".rentcheck" / "ledger.jsonl").read_text().splitlines()
     ]
     word = "pass" if passes else "fail"
     assert [(e["via"], e["verdict"]) for e in ledger] == [("cli", word), ("pytest", word)]

@@ -10,7 +10,7 @@ from pathlib import Path
 import safetensors.torch as safetensors_torch
 import torch
 
-from rentcheck.pull import manifest_builder
+from rentcheck.payload import manifest_builder
 from rentcheck.pull.formats.base import Issue
 from rentcheck.pull.formats.dispatch import choose_validator
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rentcheck.errors import FormatError
-from rentcheck.pull import manifest_builder as builder
+from rentcheck.payload import manifest_builder as builder
 from rentcheck.pull.manifest import ManifestEntry, Roster, parse_manifest
 from rentcheck.pull.marker import _dumps as marker_dumps
 from rentcheck.pull.verify import FileVerdict, verify_pull

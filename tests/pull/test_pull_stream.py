@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from rentcheck.payload import manifest_builder as builder
 from rentcheck.pull import bigfiles
-from rentcheck.pull import manifest_builder as builder
 from rentcheck.pull.manifest import load_manifest
 from rentcheck.pull.marker import write_verified_marker
 from rentcheck.pull.verdicts import Verdicts

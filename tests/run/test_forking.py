@@ -1,4 +1,4 @@
-"""Relaunches forked from a warmed interpreter (run/forking.py, run/zygote/serve.py): a forked
+"""Relaunches forked from a warmed interpreter (run/forking.py, payload/zygote_serve.py): a forked
 run must see and do what a new ``python script.py`` process does, and preloading must import
 modules as the cold run did."""
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from rentcheck.errors import GateError
+from rentcheck.payload import SHIM_DIR
 from rentcheck.run.process import Launch, cpu_env_block, redacted, reproduce_line, supervise
-from rentcheck.run.shim import SHIM_DIR
 
 
 def _launch(tmp_path: Path, *argv: str, **kw: object) -> Launch:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from rentcheck.payload import SHIM_DIR
 from rentcheck.run import shimreport
 from rentcheck.run.process import Launch, supervise
-from rentcheck.run.shim import SHIM_DIR
 
 PROGRAM = (
     "import sys, sitecustomize\n"

@@ -70,8 +70,9 @@ printf ',"unreadable":[{"fact":"python3","why":"%s"}]}\n' "$why"
 @functools.lru_cache(maxsize=1)
 def probe_stream() -> bytes:
     """The polyglot stdin document: sh fallback, then the Python probe."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "probe.py"), encoding="utf-8") as handle:
+    from rentcheck.payload import PAYLOAD_DIR
+
+    with open(os.path.join(PAYLOAD_DIR, "probe.py"), encoding="utf-8") as handle:
         program = handle.read()
     if "'''" in SH_PROBE:  # pragma: no cover - guards the polyglot against a future edit
         raise AssertionError("the sh probe must not contain three single quotes")

@@ -23,10 +23,11 @@ _MAIN = '\nif __name__ == "__main__":\n'
 @functools.lru_cache(maxsize=1)
 def job_stream() -> bytes:
     """probe.py without its ``__main__`` block, then jobprobe.py: one stdlib program."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "probe.py"), encoding="utf-8") as handle:
+    from rentcheck.payload import PAYLOAD_DIR
+
+    with open(os.path.join(PAYLOAD_DIR, "probe.py"), encoding="utf-8") as handle:
         probe = handle.read()
-    with open(os.path.join(here, "jobprobe.py"), encoding="utf-8") as handle:
+    with open(os.path.join(PAYLOAD_DIR, "jobprobe.py"), encoding="utf-8") as handle:
         job = handle.read()
     if probe.count(_MAIN) != 1:  # pragma: no cover - guards against a future edit of probe.py
         raise AssertionError('probe.py must end with one `if __name__ == "__main__":` block')

@@ -36,7 +36,7 @@ from typing import IO, Any, overload
 
 from rentcheck.errors import FormatError, UsageError
 from rentcheck.model import Finding
-from rentcheck.pull import manifest_builder as builder
+from rentcheck.payload import manifest_builder as builder
 from rentcheck.pull.nogc import collector_paused
 from rentcheck.pull.rules import MANIFEST_INVALID, RULES_BY_CODE
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from rentcheck.errors import FormatError, GateError
 from rentcheck.model import Finding, Severity
-from rentcheck.pull import manifest_builder as builder
+from rentcheck.payload import manifest_builder as builder
 from rentcheck.pull.manifest import MAX_MANIFEST_BYTES, Roster, read_roster_document
 from rentcheck.pull.rules import RULES_BY_CODE, VERIFIED_MARKER_STALE
 from rentcheck.pull.verdicts import Row, Verdicts, rows_of

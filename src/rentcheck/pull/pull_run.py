@@ -22,7 +22,7 @@ from typing import Any
 
 from rentcheck.errors import FormatError, RemoteError
 from rentcheck.model import Finding
-from rentcheck.pull import manifest_builder as builder
+from rentcheck.payload import manifest_builder as builder
 from rentcheck.pull.manifest import Manifest, parse_manifest
 from rentcheck.pull.remote_roster import (
     BoxRoster,

@@ -112,7 +112,7 @@ _SHELL = (
 
 def remote_program(request: Mapping[str, Any]) -> bytes:
     """The program sent on stdin: the builder's source, the request, the driver."""
-    from rentcheck.pull import manifest_builder
+    from rentcheck.payload import manifest_builder
 
     with open(manifest_builder.__file__, encoding="utf-8") as handle:
         source = handle.read()

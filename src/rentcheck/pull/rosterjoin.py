@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 
 from rentcheck.model import Finding
-from rentcheck.pull import manifest_builder as builder
+from rentcheck.payload import manifest_builder as builder
 from rentcheck.pull.filecheck import Expected, to_finding
 from rentcheck.pull.formats.base import Issue
 from rentcheck.pull.manifest import Manifest, normalize_path

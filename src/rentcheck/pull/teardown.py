@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rentcheck import record
 from rentcheck.errors import FormatError
 from rentcheck.model import Finding, Severity
-from rentcheck.pull import manifest_builder as builder
+from rentcheck.payload import manifest_builder as builder
 from rentcheck.pull.manifest import Manifest, load_manifest, position
 from rentcheck.pull.marker import VerifiedMarker, load_verified_marker, marker_drift
 from rentcheck.pull.rules import RULES_BY_CODE as RULES_BY_CODE_PULL

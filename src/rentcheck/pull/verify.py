@@ -23,7 +23,7 @@ from typing import Protocol
 
 from rentcheck.errors import FormatError
 from rentcheck.model import Finding, Severity
-from rentcheck.pull import manifest_builder as builder
+from rentcheck.payload import manifest_builder as builder
 from rentcheck.pull.bigfiles import BigFiles
 from rentcheck.pull.crosscheck import SHARD_KINDS, check_index
 from rentcheck.pull.filecheck import (

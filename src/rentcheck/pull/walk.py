@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from rentcheck.errors import UsageError
+from rentcheck.payload.manifest_builder import RESERVED_NAMES
 from rentcheck.pull.formats.base import Issue
-from rentcheck.pull.manifest_builder import RESERVED_NAMES
 from rentcheck.pull.rules import PATH_ESCAPES_ROOT, SPECIAL_FILE
 
 __all__ = ["Found", "LocalFile", "iter_tree", "scan_tree"]

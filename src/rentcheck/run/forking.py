@@ -1,4 +1,4 @@
-"""Relaunches from a warmed interpreter: one fork server per resume chain (``zygote/serve.py``).
+"""Relaunches from a warmed interpreter: one fork server per resume chain (``zygote_serve.py``).
 
 A launch of ``python script.py ...`` spends most of its time importing torch and the
 framework; a relaunch of the identical command imports the same modules again. The fork server
@@ -34,8 +34,8 @@ import time
 from collections.abc import Sequence
 from typing import IO, Any
 
+from rentcheck.payload import SERVER_PATH
 from rentcheck.run.process import SHIM_PREFIX, Launch
-from rentcheck.run.zygote import SERVER_PATH
 
 __all__ = ["ForkServer", "ForkedProcess", "Learned", "fork_script", "leading_imports"]
 

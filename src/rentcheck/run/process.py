@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Protocol
 
 from rentcheck.errors import GateError
-from rentcheck.run.shim import SHIM_DIR
+from rentcheck.payload import SHIM_DIR
 
 __all__ = [
     "Launch",

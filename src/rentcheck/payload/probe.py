@@ -1,4 +1,4 @@
-# ruff: noqa: UP006, UP035, UP031, UP045, BLE001, S108
+# ruff: noqa: UP031, BLE001, S108
 # (runs on the box's python3, 3.6+: typing.List/Optional and % formats; one broken fact must
 # never lose the others, hence the broad except; /dev/shm is measured, not written)
 """The box probe: one self-contained, stdlib-only program, sent over the SSH channel's stdin.

@@ -1,4 +1,4 @@
-# ruff: noqa: UP006, UP035, UP031, UP045, BLE001
+# ruff: noqa: UP031, BLE001
 # (runs on the box's python3, 3.6+, appended to probe.py: typing.List and % formats; one
 # broken fact must never lose the others, hence the broad except)
 """The job probe: what ``launch-check`` and ``watch`` need to know about one launched job.
@@ -19,7 +19,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 if "Probe" not in globals():  # type-checking and tests; on the box probe.py came first
-    from rentcheck.box.probe import Probe, gpu_finish, gpu_start, memory, read_mounts, space
+    from rentcheck.payload.probe import Probe, gpu_finish, gpu_start, memory, read_mounts, space
 
 JOB_SCHEMA = "rentcheck/job-facts/v1"
 FactDict = Dict[str, Any]

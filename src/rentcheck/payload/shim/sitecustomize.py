@@ -460,7 +460,7 @@ def _watch_environment(event: str, args: Any) -> None:
 def _emit_modules() -> None:
     """What this run had imported by its first optimizer step, in import order, with the files
     they came from (outside the script's directory), and the environment changes of its own
-    code among them: rentcheck's fork server replays this for relaunches (``zygote/serve.py``).
+    code among them: rentcheck's fork server replays this for relaunches (``zygote_serve.py``).
     """
     own = os.path.realpath(sys.path[0] or os.curdir) + os.sep
     changes = list(_State.env_changes)
