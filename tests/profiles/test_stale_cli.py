@@ -164,10 +164,12 @@ def test_default_is_your_profiles_when_configured(cli, tmp_path: Path) -> None:
 
 
 def test_without_paths_a_project_with_no_profiles_is_told_so(cli, tmp_path: Path) -> None:
-    """Not 217 warnings about the profiles shipped inside the package: nothing of its own."""
+    """Not 217 warnings about the profiles shipped inside the package: nothing of its own,
+    and checking nothing is no pass (RC914 names the key that gives it something)."""
     result = cli("stale", "--today", "2030-01", cwd=tmp_path)
-    assert result.code == 0, result.out + result.err
-    assert "Nothing to check: this project lists no profile directories of its own" in result.out
+    assert result.code == 1, result.out + result.err
+    assert "RC914 the stale gate saw 0 profiles checked" in result.out
+    assert "profiles.paths" in result.out
     assert "RC71" not in result.out
     assert not (tmp_path / ".rentcheck").exists()  # nothing proved, nothing recorded
 
