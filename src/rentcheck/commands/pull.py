@@ -238,7 +238,9 @@ def run_build(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         with_blake3=not args.no_blake3,
     )
-    digest = "sha256:" + _file_sha256(str(path))
+    from rentcheck.pull.verify_gate import sha256_of
+
+    digest = "sha256:" + sha256_of(str(path))
     return _report_build(args, config, str(path), dict(doc), digest)
 
 
@@ -308,16 +310,6 @@ def _report_build(
     )
     run = GateRun(config, "pull", manifest=digest)
     return finish(args, run, result, command="manifest build", rules=RULES_BY_CODE)
-
-
-def _file_sha256(path: str) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def run_check(args: argparse.Namespace) -> int:

@@ -3,7 +3,6 @@ the judgement, the ledger evidence (the approval included)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -145,8 +144,9 @@ def teardown_result(
     if approval and marker is not None:
         # Kept by the ledger only when the one verdict passes (GateResult.pass_evidence).
         approved["approval"] = approval
-        with open(marker_path(request.verified)[0], "rb") as handle:
-            approved["marker"] = "sha256:" + hashlib.sha256(handle.read()).hexdigest()
+        from rentcheck.pull.verify_gate import sha256_of
+
+        approved["marker"] = "sha256:" + sha256_of(marker_path(request.verified)[0])
     extras = {**result.to_dict(), "approval": approval}
     extras.pop("passed", None)  # the verdict is judge()'s: the report's gate block says it
     return GateResult(
