@@ -150,3 +150,52 @@ def test_mutable_default_is_refused_and_explicit_hash_kept() -> None:
             return hash(self.name)
 
     assert hash(ByName("x", 1)) == hash("x")
+
+
+def test_records_only_where_a_check_imports_them_and_never_beside_dataclasses(tmp_path) -> None:
+    """record.py's rule: a module declares records only if a warm ``rentcheck check`` imports
+    it or it is lint's; no module declares both kinds of value class."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import rentcheck
+
+    (tmp_path / "a.sh").write_text("#!/bin/sh\necho hi\n")
+    probe = (
+        "import sys; from rentcheck.cli import main; main(['check', '--exit-zero', '.']);"
+        "print('MODULES=' + ' '.join(m for m in sys.modules if m.startswith('rentcheck')))"
+    )
+    for _ in range(2):  # the second run is answered from the cache
+        out = subprocess.run(
+            [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True
+        ).stdout
+    imported = set(out.split("MODULES=")[1].split())
+    package = Path(rentcheck.__file__).parent
+    declares_record = re.compile(r"^\s*@record\b", re.M)
+    declares_dataclass = re.compile(r"^\s*@(dataclasses\.)?dataclass\b", re.M)
+    misplaced, mixed = [], []
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if declares_record.search(text):
+            if name not in imported and not name.startswith("rentcheck.lint."):
+                misplaced.append(name)
+            if declares_dataclass.search(text):
+                mixed.append(name)
+    assert misplaced == [], f"records off the check path (use dataclasses): {misplaced}"
+    assert mixed == [], f"records and dataclasses in one module: {mixed}"
+
+
+def test_replace_takes_a_dataclass_too() -> None:
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Result:
+        findings: tuple[str, ...]
+        ok: bool = True
+
+    assert replace(Result(("a",)), ok=False) == Result(("a",), ok=False)
+    assert replace(Point(1), y=5) == Point(1, 5)

@@ -1,15 +1,17 @@
 """Map a function over items in forked worker processes (Linux), without multiprocessing.
 
-Used by lint (``fork_map``) and by verify's small-file pool (its process helpers: a failure
-pickled with its traceback, how a child ended, stopping and reaping one).
+Lint's ``fork_map``: a cold ``rentcheck check`` of a few hundred files lasts a fraction of a
+second, so the pool's own start-up counts. (Verify's small-file pool, minutes long, uses
+``concurrent.futures``.)
 
-``multiprocessing.Pool`` costs 50-60 ms before its first task runs (importing threading,
-queue, socket, subprocess, tempfile, ...; starting helper threads) and more to shut down: a
-sixth of a cold lint run over a few hundred scripts. ``concurrent.futures``' process pool
-(fork context) was measured again for the gate-pipeline issue: importing
-``concurrent.futures.process`` alone takes 87 ms (``python -X importtime``, 2026-12), a
-quarter of the 0.34 s cold run over the 459 system scripts, so this stays. It needs ``os``
-and ``pickle`` only.
+Measured again for the gate-pipeline issue (2026-12; a shared 2-core machine; median and
+best of 21 fresh processes, after the CLI's own imports), from nothing to two trivial tasks
+answered and the workers reaped: ``multiprocessing.Pool`` 142 ms of wall time (best 65) and
+39 ms of the parent's CPU; ``concurrent.futures.ProcessPoolExecutor`` (fork) 94 ms (best 35)
+and 37 ms CPU, of which importing ``concurrent.futures.process`` is 29 ms (best 22; the
+earlier 87 ms was not reproduced); this module 18.5 ms (best 10) and 10 ms CPU. A warm
+``rentcheck check`` is 100-120 ms of CPU on that machine, so this stays on the lint path. It
+needs ``os`` and ``pickle`` only.
 
 - The parent writes every task's number, 4 bytes each, into one pipe before it forks. Each
   worker reads one number at a time from that pipe, so a worker that finishes early takes the
@@ -42,14 +44,7 @@ if TYPE_CHECKING:
     T = TypeVar("T")
     R = TypeVar("R")
 
-__all__ = [
-    "WorkerError",
-    "describe_end",
-    "fork_map",
-    "pickled_failure",
-    "stop_child",
-    "write_all",
-]
+__all__ = ["WorkerError", "fork_map"]
 
 _RECORD = 4  # bytes per task number
 _MAX_TASKS = 4096 // _RECORD  # one page: what the smallest pipe holds without blocking

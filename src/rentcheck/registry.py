@@ -9,12 +9,12 @@ rentcheck or an earlier pack owns, is named in one warning line and skipped.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable
 from functools import lru_cache
 
 from rentcheck.errors import ConfigError
-from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint import gitattributes, line_endings, shebang
 from rentcheck.lint.check import FileCheck, ProjectCheck
 from rentcheck.lint.python import checkpoint_rules, device_rules, ruff_bridge
@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "rentcheck.rules"
-CODE_RE = lazy_regex(r"^[A-Z]{2,8}[0-9]{3,4}$")
+CODE_RE = re.compile(r"^[A-Z]{2,8}[0-9]{3,4}$")
 
 Check = FileCheck | ProjectCheck | BoxCheck | GateCheck
 _CHECK_TYPES = (FileCheck, ProjectCheck, BoxCheck, GateCheck)

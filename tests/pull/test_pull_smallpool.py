@@ -1,10 +1,9 @@
-"""Small files checked in forked workers: the same verdicts as in one process, and a worker
+"""Small files checked in a process pool: the same verdicts as in one process, and a worker
 that dies or a parent that is interrupted leaves no process behind."""
 
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
 import signal
 from collections.abc import Callable
@@ -13,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from rentcheck.forked import WorkerError
 from rentcheck.pull.manifest import build_manifest_file, load_manifest
+from rentcheck.pull.smallpool import WorkerError
 from rentcheck.pull.verdicts import rows_of
 from rentcheck.pull.verify import VerifyResult, verify_tree
 
@@ -118,17 +117,16 @@ def test_an_interrupted_verify_stops_and_reaps_its_workers(pulled: Path, tmp_pat
 
 
 def test_what_a_worker_raises_is_raised_in_the_parent_with_its_traceback() -> None:
-    # A batch the worker cannot read (here: not a pickle of files) is its own exception,
-    # raised again in the parent with the worker's traceback as the cause.
+    # A batch the worker cannot read (here: not files) is its own exception, raised again in
+    # the parent with the worker's traceback as the cause.
     from rentcheck.pull import smallpool
     from rentcheck.pull.filecheck import CheckOptions
 
     got = []
     pool = smallpool.SmallFilePool(1, CheckOptions(False, (), 1 << 20), lambda o, at: got.append(o))
-    worker = pool._workers[0]
-    payload = pickle.dumps([(("not", "a"), None)])
-    worker.out += smallpool._HEADER.pack(len(payload)) + payload
-    worker.sent.append([None])
+    before = _children()
+    pool._submit([(("not", "a"), None)], [None])
     with pytest.raises(TypeError) as info:
         pool.close()
     assert "LocalFile" in str(info.value.__cause__) and got == []
+    assert not _children() & before  # the worker was reaped all the same

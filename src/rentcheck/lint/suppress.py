@@ -11,10 +11,10 @@ list suppresses every code. A directive that suppresses nothing is reported as R
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from rentcheck.config import code_matches
-from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint.source import FileKind, SourceFile
 from rentcheck.meta_rules import UNKNOWN_CODE_RULE, UNUSED_SUPPRESSION_RULE
 from rentcheck.model import Finding, Rule
@@ -22,8 +22,8 @@ from rentcheck.record import record
 
 __all__ = ["Directive", "apply_suppressions", "parse_directives"]
 
-_HASH = lazy_regex(rb"#\s*rentcheck:\s*(ignore-file|ignore)\b(?:\[([^\]]*)\])?")
-_HTML = lazy_regex(rb"<!--\s*rentcheck:\s*(ignore-file|ignore)\b(?:\[([^\]]*)\])?\s*-->")
+_HASH = re.compile(rb"#\s*rentcheck:\s*(ignore-file|ignore)\b(?:\[([^\]]*)\])?")
+_HTML = re.compile(rb"<!--\s*rentcheck:\s*(ignore-file|ignore)\b(?:\[([^\]]*)\])?\s*-->")
 
 
 @record

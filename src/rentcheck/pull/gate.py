@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -45,7 +44,7 @@ def run_verify(
         record.replace(f, severity=Severity.WARNING) if f.code in advisory else f
         for f in result.findings
     )
-    return dataclasses.replace(result, findings=findings)
+    return record.replace(result, findings=findings)
 
 
 def blocking(

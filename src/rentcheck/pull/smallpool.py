@@ -1,262 +1,166 @@
-"""Small files checked in forked worker processes, a batch at a time, while the parent walks.
+"""Small files checked in worker processes, a batch at a time, while the parent walks.
 
 A small file costs about 20 µs of Python and system calls to open, read, hash, judge and
 close, against about 5 µs for the parent to list it and match it with the roster: on one core
 the read pass is the whole cost of a verify of many small files (``sha256sum -c`` does only
 the read and the hash). Threads do not help, the per-file work holds the GIL; processes do.
 
+The workers are a ``concurrent.futures.ProcessPoolExecutor`` (fork context): a verify of many
+small files runs for seconds to minutes, so the pool's start-up (35-95 ms to import, start
+and stop, measured in 2026-12: see ``forked``) does not matter here, unlike lint's.
+
 - The workers are forked when the pool starts, before the verifier starts any thread (the
   large-file threads come after), so no lock is held in a child. They inherit the options and
-  the code; what goes out is each batch's files (a few hundred ``(LocalFile, roster position,
-  Expected)`` tuples, pickled), what comes back is each file's ``Outcome``.
-- The parent never blocks on a write: every task pipe is non-blocking and the parent polls
-  the result pipes while it has anything to send, so a worker blocked writing its results
-  and a parent blocked writing a batch cannot wait for each other. At most ``IN_FLIGHT``
-  batches wait per worker, so memory stays a few batches whatever the file count.
-- A worker that raises sends the exception with its traceback, which the parent raises
-  again; one that dies is a ``WorkerError`` saying how it ended. When the parent is done,
-  fails or is interrupted, every worker is stopped and reaped.
-
-The pickles are our own results from our own children: no untrusted data is unpickled (a
-pulled file's bytes are only read, in the worker, by the same validators as without a pool).
+  the code; what goes out is each batch's files (a few hundred ``(LocalFile, Expected)``
+  tuples, pickled), what comes back is each file's ``Outcome`` as plain values.
+- At most ``IN_FLIGHT`` batches per worker are unanswered, so memory stays a few batches
+  whatever the file count. Answers are taken in the order the batches were sent, in the
+  parent's thread: ``take`` is never called from the executor's threads.
+- A worker that raises has its exception raised again in the parent with the worker's
+  traceback as the cause; one that dies is a ``WorkerError`` saying how it ended. When the
+  parent is done, fails or is interrupted, the pool is shut down and its workers reaped.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
-import pickle
-import select
+import multiprocessing
 import signal
-import struct
-from collections.abc import Callable, Iterator
-from typing import NoReturn
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import TYPE_CHECKING, Any
 
-from rentcheck.forked import (
-    WorkerError,
-    describe_end,
-    pickled_failure,
-    stop_child,
-    write_all,
-)
 from rentcheck.pull.filecheck import CheckOptions, Expected, FileVerdict, Outcome, check_one
 from rentcheck.pull.formats.base import Issue
 from rentcheck.pull.walk import LocalFile
 
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+
 __all__ = ["BATCH", "SmallFilePool", "WorkerError"]
 
 BATCH = 256  # files per message: tens of kilobytes each way
-IN_FLIGHT = 2  # batches sent to one worker and not yet answered
-_HEADER = struct.Struct("<I")
+IN_FLIGHT = 2  # batches per worker sent and not yet answered
 Job = tuple[LocalFile, "int | None", "Expected | None"]
 Take = Callable[[Outcome, "int | None"], None]
 #: an Outcome's fields, with its FileVerdict as a plain tuple
-_Answer = tuple[tuple[object, ...], list[Issue], frozenset[str], object, int, bytes]
+_Answer = tuple[tuple[Any, ...], list[Issue], frozenset[str], object, int, bytes]
+#: a batch as sent: each file's LocalFile and Expected as plain tuples
+_Plain = list[tuple[tuple[Any, ...], "tuple[Any, ...] | None"]]
+
+_opts: CheckOptions | None = None  # in a worker: the options it checks with
 
 
-class _Worker:
-    def __init__(self, pid: int, tasks: int, results: int) -> None:
-        self.pid, self.tasks, self.results = pid, tasks, results
-        self.out = bytearray()  # framed batches not yet written
-        self.inbox = bytearray()  # result bytes not yet a whole frame
-        self.sent: list[list[int | None]] = []  # roster positions of each unanswered batch
+class WorkerError(RuntimeError):
+    """A verify worker process ended without an answer."""
 
 
 class SmallFilePool:
     """``check_one`` over batches of small files in ``workers`` processes; each outcome goes
-    to ``take(outcome, at)`` in the parent, as it arrives."""
+    to ``take(outcome, at)`` in the parent's thread."""
 
     def __init__(self, workers: int, opts: CheckOptions, take: Take) -> None:
         self._take = take
         self._progress = opts.progress
         quiet = dataclasses.replace(opts, progress=None, pool=None)  # progress: the parent's
-        self._workers: list[_Worker] = []
-        self._poller = select.poll()
+        self._limit = IN_FLIGHT * workers
+        self._sent: deque[tuple[Future[list[_Answer]], list[int | None]]] = deque()
+        self._executor: ProcessPoolExecutor | None = ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_adopt,
+            initargs=(quiet,),
+        )
+        self._processes: list[BaseProcess] = []
         try:
-            for _ in range(workers):
-                worker = _fork(quiet, self._workers)
-                if worker is None:
-                    break  # a process limit: fewer workers (none: the caller checks inline)
-                self._workers.append(worker)
-                self._poller.register(worker.results, select.POLLIN)
+            # The fork context starts every worker at the first task: now, before any thread.
+            self._executor.submit(int).result()
+        except OSError:  # a process limit refused a fork: the caller checks inline
+            self.close(abandon=True)
+            return
         except BaseException:
             self.close(abandon=True)
             raise
+        # BrokenProcessPool does not say how the worker ended (3.11); its process does.
+        self._processes = list(getattr(self._executor, "_processes", {}).values())
 
     def __len__(self) -> int:
-        return len(self._workers)
+        return len(self._processes)
 
     def put(self, batch: list[Job]) -> None:
-        """Send ``batch`` to the least busy worker (waiting for answers while all are full)."""
-        while True:
-            worker = min(self._workers, key=lambda w: len(w.sent))
-            if len(worker.sent) < IN_FLIGHT:
-                break
-            self._pump(block=True)
+        """Send ``batch`` to the workers (taking answers first while too many wait)."""
+        while len(self._sent) >= self._limit:
+            self._answer(*self._sent.popleft())
         # as plain tuples: a named tuple pickles through a Python call each
         plain = [(tuple(lf), e if e is None else tuple(e)) for lf, _, e in batch]
-        payload = pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)
-        worker.out += _HEADER.pack(len(payload)) + payload
-        worker.sent.append([at for _, at, _ in batch])
-        self._pump(block=False)
+        self._submit(plain, [at for _, at, _ in batch])
+        while self._sent and self._sent[0][0].done():
+            self._answer(*self._sent.popleft())
 
     def close(self, *, abandon: bool = False) -> None:
-        """Wait for every answer (unless ``abandon``), then stop and reap the workers."""
+        """Take every answer (unless ``abandon``), then shut the workers down and reap them."""
         try:
-            while not abandon and any(w.sent for w in self._workers):
-                self._pump(block=True)
+            while not abandon and self._sent:
+                self._answer(*self._sent.popleft())
         finally:
-            for worker in self._workers:
-                for fd in (worker.tasks, worker.results):
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
-                stop_child(worker.pid)
-            self._workers = []
+            self._sent.clear()
+            if self._executor is not None:
+                self._executor.shutdown(wait=True, cancel_futures=True)
+                self._executor = None
 
-    def _pump(self, *, block: bool) -> None:
-        """Write what can be written, read what has arrived; wait only when ``block``."""
-        for worker in self._workers:
-            if worker.out:
-                self._write(worker)
-        writing = [w for w in self._workers if w.out]
-        for fd, _event in self._poll(writing, block):
-            for one in self._workers:
-                if fd == one.tasks:
-                    self._write(one)
-                elif fd == one.results:
-                    self._read(one)
+    def _submit(self, plain: _Plain, positions: list[int | None]) -> None:
+        if self._executor is None:
+            raise RuntimeError("a batch put after the pool was closed")
+        self._sent.append((self._executor.submit(_check_batch, plain), positions))
 
-    def _poll(self, writing: list[_Worker], block: bool) -> list[tuple[int, int]]:
-        for worker in writing:
-            self._poller.register(worker.tasks, select.POLLOUT)
+    def _answer(self, future: Future[list[_Answer]], positions: list[int | None]) -> None:
         try:
-            return self._poller.poll(-1 if block else 0)
-        finally:
-            for worker in writing:
-                self._poller.unregister(worker.tasks)
+            answers = future.result()
+        except BrokenProcessPool as exc:
+            raise WorkerError(
+                f"a verify worker process {self._how_ended()} before it answered"
+            ) from exc
+        for (verdict, issues, names, index, read, digest), at in zip(
+            answers, positions, strict=True
+        ):
+            outcome = Outcome(FileVerdict(*verdict), issues, names, index, read, digest)
+            if self._progress is not None:
+                self._progress(read, 1)
+            self._take(outcome, at)
 
-    def _write(self, worker: _Worker) -> None:
-        try:
-            written = os.write(worker.tasks, worker.out)
-        except BlockingIOError:
-            return
-        except BrokenPipeError:
-            self._died(worker)
-        del worker.out[:written]
-
-    def _read(self, worker: _Worker) -> None:
-        chunk = os.read(worker.results, 1 << 20)
-        if not chunk:
-            self._died(worker)
-        worker.inbox += chunk
-        for message in _frames(worker.inbox):
-            ok, value, remote = pickle.loads(message)  # noqa: S301 - our own child's answer
-            if not ok:
-                raise value from _Remote(remote)
-            positions = worker.sent.pop(0)
-            for (verdict, issues, names, index, read, digest), at in zip(
-                value, positions, strict=True
-            ):
-                outcome = Outcome(FileVerdict(*verdict), issues, names, index, read, digest)
-                if self._progress is not None:
-                    self._progress(read, 1)
-                self._take(outcome, at)
-
-    def _died(self, worker: _Worker) -> NoReturn:
-        try:
-            status: int | None = os.waitpid(worker.pid, 0)[1]
-        except ChildProcessError:
-            status = None
-        raise WorkerError(f"a verify worker process {describe_end(status)} before it answered")
+    def _how_ended(self) -> str:
+        """How the first worker that was not stopped by the pool itself ended."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)  # reaps them all
+            self._executor = None
+        for process in self._processes:
+            code = process.exitcode
+            if code is None or code == -signal.SIGTERM:  # alive, or stopped by the pool
+                continue
+            if code < 0:
+                try:
+                    return f"was killed by {signal.Signals(-code).name}"
+                except ValueError:
+                    return f"was killed by signal {-code}"
+            return f"exited with status {code}"
+        return "ended"
 
 
-class _Remote(Exception):
-    """A worker's traceback, shown as the cause of the exception raised again here."""
+def _adopt(opts: CheckOptions) -> None:
+    """A worker's initializer: the options it checks with (inherited through the fork)."""
+    global _opts  # noqa: PLW0603 - one per worker process, set once
+    _opts = opts
 
 
-def _frames(inbox: bytearray) -> Iterator[bytes]:
-    """Whole frames at the start of ``inbox``, removed from it as they are taken."""
-    while len(inbox) >= _HEADER.size:
-        (size,) = _HEADER.unpack_from(inbox)
-        if len(inbox) < _HEADER.size + size:
-            return
-        message = bytes(inbox[_HEADER.size : _HEADER.size + size])
-        del inbox[: _HEADER.size + size]
-        yield message
-
-
-def _fork(opts: CheckOptions, started: list[_Worker]) -> _Worker | None:
-    """One worker (None when the system refuses the fork)."""
-    task_read, task_write = os.pipe()
-    result_read, result_write = os.pipe()
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-    try:
-        try:
-            pid = os.fork()
-        except OSError:
-            for fd in (task_read, task_write, result_read, result_write):
-                os.close(fd)
-            return None
-        if pid == 0:  # the worker: from here on, only os._exit leaves
-            try:
-                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-                for fd in (task_write, result_read):
-                    os.close(fd)
-                for other in started:
-                    os.close(other.tasks)
-                    os.close(other.results)
-                _serve(opts, task_read, result_write)
-            finally:
-                os._exit(1)
-        os.close(task_read)
-        os.close(result_write)
-        os.set_blocking(task_write, False)
-        return _Worker(pid, task_write, result_read)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-
-
-def _serve(opts: CheckOptions, tasks: int, results: int) -> NoReturn:
-    """Check each batch that comes and answer it, until the parent closes the task pipe."""
-    code = 0
-    try:
-        while (message := _read_frame(tasks)) is not None:
-            try:
-                batch = pickle.loads(message)  # noqa: S301 - our parent's batch
-                answer = [_checked(LocalFile(*lf), e, opts) for lf, e in batch]
-                payload = pickle.dumps((True, answer, ""), protocol=pickle.HIGHEST_PROTOCOL)
-            except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
-                code, payload = 1, pickled_failure(exc)
-            write_all(results, _HEADER.pack(len(payload)) + payload)
-            if code:
-                break
-    except BaseException:  # noqa: BLE001 - interrupted or the parent is gone: just end
-        code = 1
-    finally:
-        os._exit(code)
+def _check_batch(batch: _Plain) -> list[_Answer]:
+    if _opts is None:
+        raise RuntimeError("a verify worker started without its options")
+    return [_checked(LocalFile(*lf), e, _opts) for lf, e in batch]
 
 
 def _checked(lf: LocalFile, expected: tuple[int, bytes] | None, opts: CheckOptions) -> _Answer:
     """``check_one``'s outcome as plain values (they pickle in C, the classes do not)."""
     out = check_one(lf, None if expected is None else Expected(*expected), opts)
     return tuple(out.verdict), out.issues, out.tensor_names, out.index, out.read, out.digest
-
-
-def _read_frame(fd: int) -> bytes | None:
-    head = _read_exactly(fd, _HEADER.size)
-    if head is None:
-        return None
-    (size,) = _HEADER.unpack(head)
-    return _read_exactly(fd, size)
-
-
-def _read_exactly(fd: int, size: int) -> bytes | None:
-    parts, left = [], size
-    while left:
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            return None
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)

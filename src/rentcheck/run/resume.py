@@ -28,11 +28,11 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from rentcheck.model import Finding, Severity
+from rentcheck.record import replace
 from rentcheck.run import ckptdir, shimreport
 from rentcheck.run.forking import ForkServer, Learned, fork_script
 from rentcheck.run.logparse import strip_ansi
@@ -261,8 +261,6 @@ def _ending(result: ProcessResult, shim: shimreport.ShimSummary) -> str:
 
 
 def _allowed(finding: Finding) -> Finding:
-    from rentcheck.record import replace
-
     return replace(finding, severity=Severity.NOTE, message=f"{finding.message} [allowed]")
 
 

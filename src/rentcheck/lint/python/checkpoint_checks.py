@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
-from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint.python.checkpoint_rules import LOAD_RULE, NONATOMIC_RULE, RESUME_RULE
 from rentcheck.lint.python.syntax import (
     buffer_names,
@@ -147,7 +147,7 @@ def nonatomic(source: SourceFile) -> Iterator[Finding]:
 
 # What a full training state holds that weights_only=True (torch >= 2.6 default) refuses: an
 # argparse Namespace, numpy RNG state. Found in the text of a file that also calls torch.save.
-_NOT_WEIGHTS = lazy_regex(
+_NOT_WEIGHTS = re.compile(
     r"(np|numpy)\.random\.get_state\(|\[['\"]args['\"]\]\s*=\s*(get_)?args\b|"
     r"['\"]args['\"]\s*:\s*(get_)?args\b"
 )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint.shell.common import hit, shell_check
 from rentcheck.lint.shell.words import text
 from rentcheck.model import Applicability, Rule, Severity
@@ -41,12 +40,12 @@ RULE = Rule(
 )
 
 COPIERS = frozenset({"cp", "mv", "rsync", "scp", "mkdir", "rclone", "gsutil", "aws", "ossutil"})
-SUCCESS = lazy_regex(
+SUCCESS = re.compile(
     r"\b(synced|saved|uploaded|done|copied|backed[ -]?up|complete[d]?|finished|success(ful)?|"
     r"ok|transferred|pushed|archived)\b",
     re.IGNORECASE,
 )
-_ERREXIT = lazy_regex(r"^-[a-zA-Z]*e[a-zA-Z]*$")
+_ERREXIT = re.compile(r"^-[a-zA-Z]*e[a-zA-Z]*$")
 
 
 def _errexit(script: ShellScript) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint.shell.common import hit, shell_check
 from rentcheck.lint.shell.words import text
 from rentcheck.model import Applicability, Rule, Severity
@@ -34,11 +33,11 @@ RULE = Rule(
 )
 
 # "Empty means use the default" is exactly what `:-` does; only "empty means off" is a bug.
-_OFF_WORDS = lazy_regex(
+_OFF_WORDS = re.compile(
     r"\b(disable[sd]?|turns? (it )?off|switch(es)? off|no-?op|skips?|off)\b", re.I
 )
 # `""` and `''` have no word boundary before them after a space or `=`: only the words do.
-_EMPTY_WORDS = lazy_regex(r"\b(empty|blank|unset)\b|\"\"|''", re.I)
+_EMPTY_WORDS = re.compile(r"\b(empty|blank|unset)\b|\"\"|''", re.I)
 
 
 # _OFF_WORDS cannot match without one of these (`turn off` and `switch off` both hold " off");

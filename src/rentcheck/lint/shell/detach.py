@@ -3,10 +3,10 @@ Python output."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from functools import lru_cache
 
-from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint.shell.common import hit, shell_check
 from rentcheck.lint.shell.redirects import INHERITED, output_destinations, ssh_options
 from rentcheck.lint.shell.words import loose_value, text
@@ -84,8 +84,8 @@ BUFFERED_RULE = Rule(
 
 DETACHERS = frozenset({"nohup", "setsid", "disown"})
 _DETACHED_RUNNERS = frozenset({"tmux", "screen", "nohup", "setsid", "bash", "sh", "su", "timeout"})
-_PYTHON = lazy_regex(r"^python(\d(\.\d+)?)?$")
-_VAR = lazy_regex(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+_PYTHON = re.compile(r"^python(\d(\.\d+)?)?$")
+_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 _QUIET = frozenset({"sleep", "wait", "true", ":"})
 
 
@@ -156,7 +156,7 @@ def _is_detached(command: Command) -> bool:
 
 # What a training launcher starts in the background: long-running programs that may read
 # stdin or keep an ssh session open. A GUI opened with `"$browser" &` is not one of them.
-_LONG_RUNNING = lazy_regex(
+_LONG_RUNNING = re.compile(
     r"^(python[\d.]*|torchrun|accelerate|deepspeed|bash|sh|zsh|java|node|ssh|rsync|"
     r"tensorboard|jupyter|jupyter-lab|docker|srun|mpirun|xargs|tail|watch|\./.*|.*\.sh)$"
 )
@@ -208,7 +208,7 @@ def _may_launch_python(name: str) -> bool:
 
 
 # `"$PY" train.py`, `$PYTHON -m trainer`: an interpreter held in a variable.
-_PYTHON_VARIABLE = lazy_regex(r"^\$\{?[A-Za-z_]*PY(THON)?[0-9]*\}?$", flags=2)  # IGNORECASE
+_PYTHON_VARIABLE = re.compile(r"^\$\{?[A-Za-z_]*PY(THON)?[0-9]*\}?$", re.IGNORECASE)
 
 
 def _is_python_variable(name: str) -> bool:

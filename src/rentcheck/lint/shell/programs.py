@@ -5,9 +5,8 @@ bash) minutes or hours after it started. Reads only command names and words."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
-
-from rentcheck.lazy_regex import lazy_regex
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
@@ -15,13 +14,13 @@ if TYPE_CHECKING:
 
 __all__ = ["is_long_running", "may_be_long_running"]
 
-_LONG_RUNNING = lazy_regex(
+_LONG_RUNNING = re.compile(
     r"^(python[\d.]*|torchrun|accelerate|deepspeed|srun|mpirun|horovodrun|ray|sleep|wait|"
     r"rsync|tail)$"
 )
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh"})
 # `"$PY" -m train`, `$PYTHON train.py`, `${TORCHRUN} …`: an interpreter held in a variable.
-_INTERPRETER_VARIABLE = lazy_regex(r"^\$\{?[A-Za-z_]*(PY|PYTHON|TORCHRUN|LAUNCHER|DEEPSPEED)")
+_INTERPRETER_VARIABLE = re.compile(r"^\$\{?[A-Za-z_]*(PY|PYTHON|TORCHRUN|LAUNCHER|DEEPSPEED)")
 
 
 @lru_cache(maxsize=4096)

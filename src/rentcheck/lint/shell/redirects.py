@@ -3,7 +3,7 @@ command's words and redirects, without the parser glue (see ``words``)."""
 
 from __future__ import annotations
 
-from rentcheck.lazy_regex import lazy_regex
+import re
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
@@ -13,7 +13,7 @@ __all__ = ["INHERITED", "PIPE", "output_destinations", "ssh_options", "ssh_remot
 
 INHERITED = "inherited"  # the launching shell's own stdout/stderr (a terminal, an ssh session)
 PIPE = "pipe"
-_REDIRECT = lazy_regex(r"^(\d*|&)(>>|>\||>&|>|<&|<<<|<<-|<<|<>|<)\s*(.*)$", flags=16)  # DOTALL
+_REDIRECT = re.compile(r"^(\d*|&)(>>|>\||>&|>|<&|<<<|<<-|<<|<>|<)\s*(.*)$", re.DOTALL)
 
 # ssh options that take a value (OpenSSH ssh(1) synopsis).
 _SSH_VALUED = frozenset("BbcDEeFIiJLlmOoPpQRSWw")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint.shell.common import hit, shell_check
 from rentcheck.model import Applicability, Rule, Severity
 
@@ -42,23 +41,23 @@ RULE = Rule(
 _PATTERNS: tuple[tuple[str, re.Pattern[str], tuple[str, ...], bool], ...] = (
     (
         "private key",
-        lazy_regex(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
         ("PRIVATE KEY-----",),
         False,
     ),
-    ("Hugging Face token", lazy_regex(r"\bhf_[A-Za-z0-9]{30,}\b"), ("hf_",), False),
-    ("AWS access key id", lazy_regex(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), ("AKIA", "ASIA"), False),
+    ("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), ("hf_",), False),
+    ("AWS access key id", re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), ("AKIA", "ASIA"), False),
     (
         "W&B API key",
-        lazy_regex(r"(?i)(wandb[_ ](api[_ ]?key|login)\W{0,3}(--relogin\s+)?)([0-9a-f]{40})\b"),
+        re.compile(r"(?i)(wandb[_ ](api[_ ]?key|login)\W{0,3}(--relogin\s+)?)([0-9a-f]{40})\b"),
         ("wandb",),
         True,
     ),
-    ("OpenAI-style key", lazy_regex(r"\bsk-[A-Za-z0-9_-]{32,}\b"), ("sk-",), False),
-    ("GitHub token", lazy_regex(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"), ("gh",), False),
+    ("OpenAI-style key", re.compile(r"\bsk-[A-Za-z0-9_-]{32,}\b"), ("sk-",), False),
+    ("GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"), ("gh",), False),
     (
         "credential assignment",
-        lazy_regex(
+        re.compile(
             # The name must end in the keyword: HF_TOKEN, api_key, DB_PASSWORD; not TOKENIZER.
             r"(?i)\b([A-Z0-9_]*(api[_-]?key|token|secret|passw(or)?d))\s*[=:]\s*"
             r"""(["']?)([^\s"'$`{}<>]{8,})\4"""
@@ -67,7 +66,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], tuple[str, ...], bool], ...] = (
         True,
     ),
 )
-_PLACEHOLDER = lazy_regex(
+_PLACEHOLDER = re.compile(
     r"(?i)^(x{3,}.*|.*\.\.\..*|your[_-].*|changeme|change[_-]me|placeholder|example.*|dummy.*|"
     r"test.*|redacted|none|null|false|true|\*+|<.*>|.*_here)$"
 )
@@ -76,9 +75,9 @@ _PLACEHOLDER = lazy_regex(
 # Every pattern above needs one of these words: find candidate lines first, then run the
 # exact patterns on those lines only.
 _TRIGGER_WORDS = ("key", "token", "secret", "passw", "hf_", "akia", "asia", "wandb", "sk-")
-_GITHUB_TRIGGER = lazy_regex(r"gh[pousr]_")
+_GITHUB_TRIGGER = re.compile(r"gh[pousr]_")
 _GITHUB_KINDS = frozenset("pousr")
-_TRIGGER_ANY_CASE = lazy_regex(
+_TRIGGER_ANY_CASE = re.compile(
     "|".join([*map(re.escape, _TRIGGER_WORDS), _GITHUB_TRIGGER.pattern]), re.IGNORECASE
 )
 

@@ -7,7 +7,6 @@ import os
 import re
 from collections.abc import Iterator
 
-from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint.shell.common import hit, shell_check
 from rentcheck.lint.shell.redirects import ssh_remote_words
 from rentcheck.lint.shell.words import text
@@ -112,7 +111,7 @@ def _matches(pattern: str, haystack: str) -> bool:
         return pattern in haystack
 
 
-_POSITIONAL = lazy_regex(r"\$\{?([1-9])\}?")
+_POSITIONAL = re.compile(r"\$\{?([1-9])\}?")
 
 
 def _script_arguments_of(current: ShellScript) -> list[str]:

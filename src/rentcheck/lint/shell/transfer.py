@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
-from rentcheck.lazy_regex import lazy_regex
 from rentcheck.lint.shell.common import hit, shell_check
 from rentcheck.model import Applicability, Rule, Severity
 
@@ -33,7 +33,7 @@ RULE = Rule(
     default_severity=Severity.WARNING,
 )
 
-_REMOTE = lazy_regex(r"^([\w.@-]+):(?!//)")  # host:path, not a URL
+_REMOTE = re.compile(r"^([\w.@-]+):(?!//)")  # host:path, not a URL
 
 
 def _short_flags(argv: list[str]) -> str:

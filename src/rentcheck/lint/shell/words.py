@@ -6,7 +6,7 @@ the parser glue: a run whose scripts all come from the findings cache never need
 
 from __future__ import annotations
 
-from rentcheck.lazy_regex import lazy_regex
+import re
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = ["loose_value", "static_value", "text"]
 
-_ESCAPED = lazy_regex(r"\\(.)")
+_ESCAPED = re.compile(r"\\(.)")
 
 
 def text(node: Node) -> str:
