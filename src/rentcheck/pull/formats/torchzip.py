@@ -20,6 +20,7 @@ from rentcheck.pull.formats.base import Issue, PRead, TensorInfo
 from rentcheck.pull.formats.finite import FiniteScanner, nonfinite_issues, skipped_issue
 from rentcheck.pull.formats.pickle_safety import PickleReport, scan_pickle
 from rentcheck.pull.formats.zipdir import (
+    ZipAmbiguous,
     ZipLimit,
     ZipRecord,
     has_zip64_extra,
@@ -32,11 +33,18 @@ from rentcheck.pull.rules import (
     TORCH_WILL_REFUSE,
     TORCH_ZIP_CORRUPT,
     TORCHSCRIPT_ARCHIVE,
+    UNPROVEN_LOAD_SAFETY,
     UNSAFE_PICKLE,
     VERIFY_LIMIT_REACHED,
 )
 
-__all__ = ["MAX_PICKLE_BYTES", "TorchZipValidator", "crc32", "pickle_issues"]
+__all__ = ["ACCEPT_HINT", "MAX_PICKLE_BYTES", "TorchZipValidator", "crc32", "pickle_issues"]
+
+#: How a refusal that proves nothing about intent is accepted on purpose (RC538's fix).
+ACCEPT_HINT = (
+    "not proved safe to load: re-save it with its writer, or accept it deliberately under "
+    '[tool.rentcheck.verify.per-file-ignores] ("<path>" = ["RC538"])'
+)
 
 # A pickle is buffered whole (and copied once) to be scanned: 32 MiB keeps two workers' worth
 # under the 300 MB target; data.pkl of an 80k-tensor state dict is about 10 MiB.
@@ -137,6 +145,9 @@ class TorchZipValidator:
             self._records, self._cd_off = read_central_directory(pread, file_size)
         except ZipLimit as exc:
             self._issues.append(Issue(VERIFY_LIMIT_REACHED, f"{exc.message}; not proved safe"))
+            self._records = []
+        except ZipAmbiguous as exc:
+            self._issues.append(Issue(UNPROVEN_LOAD_SAFETY, f"{exc.message}; {ACCEPT_HINT}"))
             self._records = []
         except (FormatError, struct.error) as exc:
             msg = exc.message if isinstance(exc, FormatError) else "central directory is damaged"
