@@ -477,6 +477,11 @@ def _put(m: Machine, name: str, arg: object) -> None:
     if index not in m.memo and len(m.memo) >= MAX_MEMO:
         m.capped = f"more than {MAX_MEMO} memo entries"
         raise Malformed(m.capped)
+    if index >= MAX_MEMO:
+        # writers number memo slots from 0; CPython's unpickler allocates an array up to the
+        # index a PUT names (LONG_BINPUT 2**28: 2 GB from five bytes)
+        m.capped = f"{name} at memo index {index}, past the {MAX_MEMO} any writer reaches"
+        raise Malformed(m.capped)
     m.memo[index] = m.top()
 
 
