@@ -33,6 +33,7 @@ __all__ = [
     "TORCH_ZIP_CORRUPT",
     "UNEXPECTED_FILE",
     "UNKNOWN_CHECKPOINT_FORMAT",
+    "UNPROVEN_LOAD_SAFETY",
     "UNSAFE_PICKLE",
     "VERIFIED_MARKER_STALE",
     "VERIFY_LIMIT_REACHED",
@@ -68,6 +69,7 @@ KNOWN_FULL_PICKLE = "RC534"
 SHARD_INDEX_MISMATCH = "RC535"
 DCP_CHECKPOINT_DAMAGED = "RC536"
 COMPRESSED_RANGE_UNSCANNED = "RC537"
+UNPROVEN_LOAD_SAFETY = "RC538"
 
 _E = Severity.ERROR
 _NONE = Applicability.NONE
@@ -577,6 +579,35 @@ PULL_RULES: tuple[Rule, ...] = (
         ),
         family="pull",
         default_severity=Severity.WARNING,
+        fix_applicability=Applicability.NONE,
+    ),
+    Rule(
+        code=UNPROVEN_LOAD_SAFETY,
+        name="unproven-load-safety",
+        summary=(
+            "A file a loader would unpickle (by its name or its bytes) whose content rentcheck "
+            "cannot prove safe: an unmodelled container shape, data before a zip, a duplicate "
+            "or case-variant member name, a tar torch.load would unpack, a pickle under a "
+            "numpy name."
+        ),
+        why=(
+            "Each loader decides by its own rules what to read: np.load(allow_pickle=True) "
+            "unpickles any file without the .npy or zip magic, torch.load unpacks the tar "
+            "member `storages` wherever it sits, torch's zip reader looks names up "
+            "case-insensitively, Python's zipfile reads past data prepended to an archive. "
+            "A file verify cannot read the way its loader will is not proved safe, so it is "
+            "refused rather than passed as data."
+        ),
+        example_bad="weights.npy that begins with a pickle (np.load falls back to pickle.load)",
+        example_good="np.save('weights.npy', array) / torch.save(state_dict, 'model.pt')",
+        fix=(
+            "Re-save the file with its writer (torch.save, np.save, safetensors). To accept it "
+            "deliberately, list it under the verify section's per-file-ignores, e.g. "
+            '`[tool.rentcheck.verify.per-file-ignores] "path/file.npy" = ["RC538"]` '
+            "(its digest is still checked; load it only from a source you trust)."
+        ),
+        family="pull",
+        default_severity=Severity.ERROR,
         fix_applicability=Applicability.NONE,
     ),
 )

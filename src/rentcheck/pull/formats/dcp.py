@@ -3,12 +3,13 @@
 DCP's ``.metadata`` maps every tensor chunk and byte item to ``(relative_path, offset,
 length)`` in a ``.distcp`` file, and each such range is itself a ``torch.save`` archive that
 DCP loads with ``weights_only=True``. So once ``.metadata`` passed the safety scan (every global
-on DCP's own list), this module reads it back with an unpickler whose ``find_class`` returns
-inert record classes of its own (nothing is imported, no class of the file's choosing is
-built), checks that every named range lies inside an existing ``.distcp`` next to it, and runs
-the torch-zip validator over each range: structure, CRCs, pickle safety and NaN/Inf per tensor.
-A range written through DCP's ZStandard extension is decompressed first (``dcp_zstd``), bounded
-by the bytes its chunk's shape and dtype need.
+on DCP's own list), this module reads it back with the pure-Python unpickler (a dict memo,
+work bounded by the file's size) whose ``find_class`` returns inert record classes of its own
+(nothing is imported, no class of the file's choosing is built), checks that every named
+range lies inside an existing ``.distcp`` next to it, and runs the torch-zip validator over
+each range: structure, CRCs, pickle safety and NaN/Inf per tensor. A range written through
+DCP's ZStandard extension is decompressed first (``dcp_zstd``), bounded by the bytes its
+chunk's shape and dtype need.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import math
 import os
 import pickle
 import stat
+import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,11 +27,16 @@ from rentcheck.pull.formats.base import Issue, PRead
 from rentcheck.pull.formats.pickle_allowlist import TORCH_DTYPES
 from rentcheck.pull.formats.policy import DCP_METADATA
 from rentcheck.pull.formats.torchzip import TorchZipValidator
-from rentcheck.pull.rules import COMPRESSED_RANGE_UNSCANNED, DCP_CHECKPOINT_DAMAGED
+from rentcheck.pull.rules import (
+    COMPRESSED_RANGE_UNSCANNED,
+    DCP_CHECKPOINT_DAMAGED,
+    VERIFY_LIMIT_REACHED,
+)
 
-__all__ = ["MAX_DCP_ITEMS", "check_dcp"]
+__all__ = ["MAX_DCP_ITEMS", "WORK_PER_BYTE", "check_dcp"]
 
 MAX_DCP_ITEMS = 200_000  # storage entries read back from one .metadata
+WORK_PER_BYTE = 8  # state entries applied per byte of .metadata (DCP's own: well under 1)
 _CHUNK = 4 * 1024 * 1024
 
 
@@ -37,6 +44,7 @@ class _Record:
     """Stands in for every class ``.metadata`` names: keeps its name, arguments and state."""
 
     qual = "?"
+    budget: list[int]  # work left to the reader that made this class, shared by its records
     args: tuple[Any, ...]
     state: dict[str, Any]
     parts: tuple[Any, ...]  # a state that is a tuple (TensorProperties keeps its dtype there)
@@ -51,6 +59,10 @@ class _Record:
 
     def __setstate__(self, state: Any) -> None:
         parts = state if isinstance(state, tuple) else (state,)
+        # one big state dict applied by a thousand BUILDs is quadratic work in a small file
+        self.budget[0] -= 1 + sum(len(p) for p in parts if isinstance(p, dict))
+        if self.budget[0] < 0:
+            raise pickle.UnpicklingError("more work than its size allows (a work budget)")
         self.parts = parts
         for part in parts:
             if isinstance(part, dict):
@@ -63,27 +75,35 @@ class _Record:
         return id(self)
 
 
-def _record_class(qual: str) -> type[_Record]:
-    return type(qual.rsplit(".", 1)[-1], (_Record,), {"qual": qual})
+def _record_class(qual: str, budget: list[int]) -> type[_Record]:
+    return type(qual.rsplit(".", 1)[-1], (_Record,), {"qual": qual, "budget": budget})
 
 
 def _value(qual: str) -> Callable[..., Any]:
     return lambda *args: args[0] if len(args) == 1 else args
 
 
-class _Reader(pickle.Unpickler):
-    """Builds records, never the classes named in the file."""
+class _Reader(pickle._Unpickler):  # the pure-Python unpickler, on purpose
+    """Builds records, never the classes named in the file.
+
+    The pure-Python unpickler, not CPython's C one: its memo is a dict, where the C memo is an
+    array sized by the largest index a PUT names (one ``LONG_BINPUT 2**28`` in a few bytes of
+    ``.metadata`` was 2 GB of RSS). Every opcode reads at least one byte of ``data`` and every
+    record's ``__setstate__`` draws on a budget proportional to ``len(data)``, so the work is
+    bounded by the file's size.
+    """
 
     def __init__(self, data: bytes) -> None:
         super().__init__(io.BytesIO(data))
         self._classes: dict[str, Any] = {}
+        self._budget = [WORK_PER_BYTE * len(data) + 10_000]
 
     def find_class(self, module: str, name: str) -> Any:
         qual = f"{module}.{name}"
         if qual in self._classes:
             return self._classes[qual]
         if qual in DCP_METADATA:
-            made: Any = _record_class(qual)
+            made: Any = _record_class(qual, self._budget)
         elif qual in ("torch.Size", "torch.serialization._get_layout"):
             made = _value(qual)
         elif module == "torch":  # dtypes: the value is its name
@@ -190,11 +210,21 @@ def _scan_transformed(
     )
 
 
+#: What the pure-Python unpickler raises on a stream it cannot read (a stack or memo miss is
+#: an IndexError/KeyError there, a bad frame a ValueError, a bad opcode an UnpicklingError).
+_UNREADABLE = (
+    pickle.UnpicklingError, ValueError, TypeError, EOFError, AttributeError, IndexError,
+    KeyError, struct.error, OverflowError, RecursionError, MemoryError,
+)  # fmt: skip
+
+
 def check_dcp(directory: str, metadata: bytes) -> list[Issue]:
     """Every range ``.metadata`` names exists and is a sound torch.save archive."""
     try:
         infos = _infos(_Reader(metadata).load())
-    except (pickle.UnpicklingError, ValueError, TypeError, EOFError, AttributeError) as exc:
+    except _UNREADABLE as exc:
+        if "work budget" in str(exc):
+            return [Issue(VERIFY_LIMIT_REACHED, f".metadata: {exc}; not proved safe")]
         return [_damaged(f".metadata cannot be read as DCP metadata: {exc}")]
     issues: list[Issue] = []
     fds: dict[str, tuple[int, int] | None] = {}

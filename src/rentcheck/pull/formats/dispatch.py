@@ -6,12 +6,19 @@ the legacy pickle sequence; only ``.safetensors`` goes by its suffix. So a ``.pt
 file without a suffix or a ``.bin`` that begins with a protocol-0 pickle is judged by what it
 is, not by what it is called. Text suffixes (``.json``/``.yaml``) are parsed as text unless
 the bytes are a binary pickle.
+
+Fail closed, by loader: a file whose name implies a loader that unpickles (torch.load,
+``np.load(allow_pickle=True)``, pickle/joblib.load: ``LOADER_SUFFIXES``) is "data" only when
+that loader provably runs nothing on it (its first opcodes fail before any import or call);
+anything else verify cannot read the way that loader will (a pickle hidden under a numpy
+name, a zip found by its end record, a tar torch.load would unpack) is RC538, never data.
 """
 
 from __future__ import annotations
 
 import io
 import pickletools
+import tarfile
 import warnings
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -24,17 +31,32 @@ from rentcheck.pull.formats.npz import NpzValidator, looks_like_npz
 from rentcheck.pull.formats.pickle_safety import GENOPS_ERRORS
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES, SafetensorsValidator
 from rentcheck.pull.formats.text import TextValidator
-from rentcheck.pull.formats.torchzip import TorchZipValidator
+from rentcheck.pull.formats.torchzip import ACCEPT_HINT, TorchZipValidator
 from rentcheck.pull.formats.zipdir import zip_member_names
-from rentcheck.pull.rules import TORCH_WILL_REFUSE, UNKNOWN_CHECKPOINT_FORMAT
+from rentcheck.pull.rules import (
+    TORCH_WILL_REFUSE,
+    UNKNOWN_CHECKPOINT_FORMAT,
+    UNPROVEN_LOAD_SAFETY,
+)
 
-__all__ = ["CHECKPOINT_SUFFIXES", "Choice", "choose_validator", "suffix_of"]
+__all__ = ["CHECKPOINT_SUFFIXES", "LOADER_SUFFIXES", "Choice", "choose_validator", "suffix_of"]
 
 #: Names torch.save output usually carries: bytes that are no known format are a finding here
 #: (anywhere else they are data). ``.bin`` is left out: plenty of ``.bin`` files are not torch.
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin", ".pkl", ".pickle")
 _MUST_BE_CHECKPOINT = (".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 _PICKLE_SUFFIXES = (".pkl", ".pickle")
+_NUMPY_SUFFIXES = (".npy", ".npz")
+#: Names a loader that unpickles is plausibly pointed at: torch.load (``.pt``... and the
+#: ``.th`` of older code; a ``.tar`` is judged by its members), np.load(allow_pickle=True),
+#: pickle.load and joblib.load.
+LOADER_SUFFIXES = (
+    *CHECKPOINT_SUFFIXES, *_NUMPY_SUFFIXES, ".joblib", ".jbl", ".pk", ".p", ".sav", ".th"
+)  # fmt: skip
+#: The members of a legacy torch tar checkpoint: torch.load extracts these.
+_TORCH_TAR_MEMBERS = frozenset(("storages", "tensors", "pickle", "sys_info"))
+_TAR_MEMBER_BUDGET = 4096  # a torch tar holds 3-4 members; any real tar we judge stays below
+_RUNS_NOTHING_WINDOW = 64 * 1024
 _TEXT = {".json": "json", ".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
 
 
@@ -45,7 +67,7 @@ def suffix_of(rel: str) -> str:
 
 class Choice(NamedTuple):  # one per file: a tuple costs a fraction of a dataclass
     # safetensors | torch-zip | torchscript | torch-legacy | torch-tar | pickle | npy | npz |
-    # joblib | json | jsonl | yaml | unknown | data
+    # joblib | json | jsonl | yaml | unknown | unproven | data
     kind: str
     validator: StreamValidator | None
 
@@ -177,6 +199,81 @@ class _Unknown:
         return [Issue(UNKNOWN_CHECKPOINT_FORMAT, f"neither a torch zip nor a pickle: {what}")]
 
 
+def _unproven(what: str) -> _Verdict:
+    return _Verdict(Issue(UNPROVEN_LOAD_SAFETY, f"{what}; {ACCEPT_HINT}"))
+
+
+def _loader_runs_nothing(head: bytes, pread: PRead, size: int) -> bool:
+    """Whether ``pickle.load`` of this file provably fails before it imports or calls anything:
+    its opcodes (up to 64 KiB of them) hit a bad byte or the end of the file first. genops
+    decodes each argument at least as strictly as CPython's unpickler, so where it fails the
+    real one has failed too (or earlier: it also checks the stack)."""
+    if not head:
+        return True
+    window = head if size <= len(head) else pread(0, min(size, _RUNS_NOTHING_WINDOW))
+    stream = io.BytesIO(window)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            for op, _, _ in pickletools.genops(stream):
+                if op.name in _REACHING or op.name == "STOP":
+                    return False
+        except GENOPS_ERRORS:
+            # failed on a bad byte, or ran out at the end of the whole file: nothing ran; ran
+            # out at the end of the window of a longer file: not proved
+            return len(window) >= size or stream.tell() < len(window) - 64
+    return False  # pragma: no cover - genops raises before running out
+
+
+class _TarFile(io.RawIOBase):
+    """A read-only file over ``pread`` for tarfile (which seeks over member data)."""
+
+    def __init__(self, pread: PRead, size: int) -> None:
+        self._pread, self._size, self._pos = pread, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = (0, self._pos, self._size)[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        want = min(len(buffer), max(0, self._size - self._pos))
+        data = self._pread(self._pos, want) if want else b""
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+
+def _tar_verdict(head: bytes, pread: PRead, size: int, suffix: str) -> Choice:
+    """A tar: torch.load (``weights_only=False``) extracts ``storages``/``tensors``/``pickle``
+    wherever they sit, after PAX headers or other members; ``weights_only=True`` refuses any
+    tar. So a tar named like a checkpoint, or holding such a member anywhere, is torch's."""
+    first = head[:100].split(b"\0", 1)[0]
+    if suffix in LOADER_SUFFIXES or first in (b"sys_info", b"./sys_info", b"storages", b"pickle"):
+        return Choice("torch-tar", _torch_refuses_tar())
+    try:
+        with tarfile.open(fileobj=_TarFile(pread, size), mode="r:") as tar:
+            for count, member in enumerate(tar):
+                name = member.name.rstrip("/").rsplit("/", 1)[-1]
+                if name in _TORCH_TAR_MEMBERS:
+                    return Choice("torch-tar", _torch_refuses_tar())
+                if count >= _TAR_MEMBER_BUDGET:
+                    what = f"a tar of more than {_TAR_MEMBER_BUDGET} members was not walked whole"
+                    return Choice("unproven", _unproven(what))
+    except (tarfile.TarError, OSError, ValueError, EOFError):
+        pass  # torch.load would fall back to reading it as pickles: see the caller
+    return Choice("data", None)
+
+
 def _looks_like_safetensors(head: bytes, size: int) -> bool:
     return len(head) >= 9 and head[8:9] == b"{" and 8 < int.from_bytes(head[:8], "little") < size
 
@@ -223,9 +320,16 @@ def choose_validator(
         ):
             zipped = TorchZipValidator(size, pread, extra_allowed=allowed, full_pickle=full_pickle)
             return Choice("torch-zip", zipped)
-        if looks_like_npz(names):
+        if looks_like_npz(names) or suffix in LOADER_SUFFIXES:
+            # np.load reads any zip as an .npz, each member as an array by its magic
             return Choice("npz", NpzValidator(size, pread, extra_allowed=allowed))
         return Choice("data", None)
+    if head.startswith(b"PK\x05\x06") and suffix in LOADER_SUFFIXES:
+        # np.load opens it with zipfile, which finds the directory from the end
+        if size <= 22 + 0xFFFF and zip_member_names(pread, size) == []:
+            return Choice("data", None)  # an empty archive: nothing in it to load
+        what = "a zip np.load would find by its end record, with data before it"
+        return Choice("unproven", _unproven(what))
     if head.startswith(NPY_MAGIC):
         return Choice("npy", NpyValidator(size, extra_allowed=allowed))
     codec = joblib_codec(
@@ -247,10 +351,10 @@ def choose_validator(
         keep = rel.endswith(".index.json")
         return Choice(_TEXT[suffix], TextValidator(size, _TEXT[suffix], keep=keep))
     if _is_tar(head):
-        if head[:100].split(b"\0", 1)[0] in (b"sys_info", b"./sys_info", b"storages", b"pickle"):
-            return Choice("torch-tar", _torch_refuses_tar())
-        return Choice("data", None)
-    if looks_like_pickle(head, size=size, named=suffix in CHECKPOINT_SUFFIXES):
+        tar_choice = _tar_verdict(head, pread, size, suffix)
+        if tar_choice.kind != "data" or suffix not in LOADER_SUFFIXES:
+            return tar_choice
+    if looks_like_pickle(head, size=size, named=suffix in LOADER_SUFFIXES):
         torch_named = suffix in _MUST_BE_CHECKPOINT and suffix not in _PICKLE_SUFFIXES
         if not torch_named and not starts_with_legacy_magic(head):
             # read with pickle.load (DCP .metadata, joblib, .pkl), not torch.load
@@ -262,6 +366,9 @@ def choose_validator(
             size, legacy=True, extra_allowed=allowed, full_pickle=full_pickle
         )
         return Choice("torch-legacy", validator)
+    if suffix in LOADER_SUFFIXES and not _loader_runs_nothing(head, pread, size):
+        what = "its loader would unpickle it, but its first opcodes are no pickle verify reads"
+        return Choice("unproven", _unproven(what))
     if suffix in _MUST_BE_CHECKPOINT:
         return Choice("unknown", _Unknown(head[:512], size))
     return Choice("data", None)

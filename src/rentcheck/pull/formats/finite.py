@@ -1,4 +1,4 @@
-"""Exact NaN/Inf counting on raw little-endian tensor bytes, fed in arbitrary chunks.
+"""Exact NaN/Inf counting on raw tensor bytes (big-endian too: ``*BE``), fed in any chunks.
 
 A float is non-finite exactly when its exponent bits are all ones, i.e. when its bits without
 the sign are at least the +Inf pattern. So the test is integer arithmetic on the raw bytes: a
@@ -37,6 +37,7 @@ class _Spec:
     value: int  # (x & mask) == value  <=>  NaN or Inf
     absmask: int  # everything but the sign
     inf: int | None  # (x & absmask) == inf  <=>  Inf; None when the format has no Inf
+    big: bool = False  # big-endian elements (an .npy written as '>f4')
 
 
 FLOAT_SPECS: dict[str, _Spec] = {
@@ -47,6 +48,15 @@ FLOAT_SPECS: dict[str, _Spec] = {
     "C64": _Spec(4, 0x7F800000, 0x7F800000, 0x7FFFFFFF, 0x7F800000),
     "C128": _Spec(
         8, 0x7FF0000000000000, 0x7FF0000000000000, 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000
+    ),
+    "F16BE": _Spec(2, 0x7C00, 0x7C00, 0x7FFF, 0x7C00, big=True),
+    "F32BE": _Spec(4, 0x7F800000, 0x7F800000, 0x7FFFFFFF, 0x7F800000, big=True),
+    "F64BE": _Spec(
+        8, 0x7FF0000000000000, 0x7FF0000000000000, 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000, True
+    ),
+    "C64BE": _Spec(4, 0x7F800000, 0x7F800000, 0x7FFFFFFF, 0x7F800000, big=True),
+    "C128BE": _Spec(
+        8, 0x7FF0000000000000, 0x7FF0000000000000, 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000, True
     ),
     "F8_E5M2": _Spec(1, 0x7C, 0x7C, 0x7F, 0x7C),
     "F8_E4M3": _Spec(1, 0x7F, 0x7F, 0x7F, None),
@@ -69,16 +79,17 @@ def numpy_or_none() -> ModuleType | None:
 
 
 def count_nonfinite(np: Any, dtype: str, data: memoryview | bytes) -> tuple[int, int]:
-    """(NaN count, Inf count) in ``data``, which holds whole little-endian elements."""
+    """(NaN count, Inf count) in ``data``, which holds whole elements of ``dtype``."""
     spec = FLOAT_SPECS[dtype]
     if not len(data):
         return 0, 0
-    a = np.frombuffer(data, dtype=_UINT[spec.itemsize])
+    order = ">" if spec.big else "<"
+    a = np.frombuffer(data, dtype=order + _UINT[spec.itemsize][1:])
     if spec.itemsize > 1:
         # Sign-magnitude IEEE formats: a positive NaN/Inf is the largest signed value, a
         # negative one the largest unsigned value. Two allocation-free reductions (about
         # 20 GB/s on data already in cache) decide the common, all-finite case exactly.
-        signed = np.frombuffer(data, dtype=_INT[spec.itemsize])
+        signed = np.frombuffer(data, dtype=order + _INT[spec.itemsize][1:])
         sign = 1 << (8 * spec.itemsize - 1)
         if int(signed.max()) < spec.value and int(a.max()) < sign | spec.value:
             return 0, 0

@@ -11,9 +11,16 @@ from __future__ import annotations
 
 import ast
 import math
+import warnings
+from typing import Any, NamedTuple
 
 from rentcheck.pull.formats.base import Issue, TensorInfo
-from rentcheck.pull.formats.finite import FiniteScanner, nonfinite_issues, skipped_issue
+from rentcheck.pull.formats.finite import (
+    FiniteScanner,
+    nonfinite_issues,
+    numpy_or_none,
+    skipped_issue,
+)
 from rentcheck.pull.formats.legacy import PickleStreamValidator
 from rentcheck.pull.rules import PICKLE_MALFORMED
 
@@ -35,6 +42,7 @@ class NpyValidator:
         self._scanner = FiniteScanner()
         self._pos = 0
         self._floats = False
+        self._unscanned = ""
         self.tensors: tuple[TensorInfo, ...] = ()
 
     def _bad(self, message: str) -> None:
@@ -65,24 +73,28 @@ class NpyValidator:
             self._bad("header is not the dict numpy writes")
             return
         self._start = start
-        if not isinstance(descr, str) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        if not isinstance(descr, str | list) or not all(
+            isinstance(d, int) and d >= 0 for d in shape
+        ):
             self._bad(f"header describes {descr!r} of shape {shape!r}")
             return
-        if "O" in descr:
+        kind = _dtype_of(descr)
+        if kind.objects:
             self._pickle = PickleStreamValidator(
                 self._size - start, legacy=False, extra_allowed=self._allowed
             )
             return
-        itemsize = _itemsize(descr)
+        itemsize = kind.itemsize
         want = start + math.prod(shape) * itemsize if itemsize else self._size
         if want != self._size:
             self._bad(f"{descr} {list(shape)} needs {want} bytes, the file has {self._size}")
             return
-        self.tensors = (TensorInfo("array", descr, self._size - start),)
-        dtype = _FLOATS.get(descr.replace("=", "<"))
-        if dtype is not None:
+        self.tensors = (TensorInfo("array", str(descr), self._size - start),)
+        if kind.scan is not None:
             self._floats = True
-            self._scanner.add_span(start, self._size, "array", dtype)
+            self._scanner.add_span(start, self._size, "array", kind.scan)
+        elif kind.floats:
+            self._unscanned = f"its float elements ({descr!r}) are of no kind the scan reads"
 
     def feed(self, chunk: memoryview) -> None:
         at = self._pos
@@ -106,7 +118,72 @@ class NpyValidator:
         issues += nonfinite_issues(self._scanner.results())
         if self._floats and not self._scanner.available:
             issues.append(skipped_issue("the array", "numpy is not installed"))
+        if self._unscanned:
+            issues.append(skipped_issue("the array", self._unscanned))
         return issues
+
+
+class _Kind(NamedTuple):
+    itemsize: int
+    objects: bool  # holds Python objects: the data is a pickle np.load runs
+    scan: str | None  # the NaN/Inf scanner's kind, when the elements are plain floats
+    floats: bool  # holds floats of some kind (structured fields, long doubles)
+
+
+_SCAN_KINDS = {("f", 2): "F16", ("f", 4): "F32", ("f", 8): "F64", ("c", 8): "C64",
+               ("c", 16): "C128"}  # fmt: skip
+
+
+def _dtype_of(descr: str | list[Any]) -> _Kind:
+    """What np.load makes of ``descr``: it calls ``numpy.dtype(descr)``, so every spelling
+    numpy accepts (``'f8'``, ``'float64'``, ``'d'``, ``'>f4'``, ``'object'``) is read as numpy
+    reads it. Without numpy only the plain ``<f4``-style spellings are known; anything else
+    is treated as an object array (a pickle), never as bytes nobody runs."""
+    np = numpy_or_none()
+    if np is None or not isinstance(descr, str):
+        if not isinstance(descr, str):  # a structured dtype: numpy's own reader decides
+            return _structured(np, descr)
+        size = _itemsize(descr)
+        simple = _FLOATS.get(descr.replace("=", "<"))
+        plain = bool(size) and descr[:1] in "<>=|" and "O" not in descr
+        return _Kind(size, not plain, simple, simple is not None)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dt = np.dtype(descr)
+    except (TypeError, ValueError, SyntaxError, MemoryError, RecursionError):
+        return _Kind(0, True, None, False)  # numpy refuses it: judged as the worst case
+    if dt.hasobject:
+        return _Kind(dt.itemsize, True, None, False)
+    base = dt.base if dt.subdtype is not None else dt
+    scan = None
+    if base.fields is None and base.kind in "fc":
+        scan = _SCAN_KINDS.get((base.kind, base.itemsize))
+        if scan is not None and base.byteorder == ">":
+            scan += "BE"
+    floats = scan is not None or _has_floats(dt)
+    return _Kind(dt.itemsize, False, scan, floats)
+
+
+def _structured(np: Any, descr: list[Any]) -> _Kind:
+    """A structured descr (a list of fields), read by ``numpy.lib.format.descr_to_dtype`` as
+    np.load reads it; without numpy it is judged as the worst case, an object array."""
+    if np is None:
+        return _Kind(0, True, None, False)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dt = np.lib.format.descr_to_dtype(descr)
+    except (TypeError, ValueError, KeyError, IndexError, SyntaxError, RecursionError):
+        return _Kind(0, True, None, False)
+    return _Kind(dt.itemsize, bool(dt.hasobject), None, _has_floats(dt))
+
+
+def _has_floats(dt: Any) -> bool:
+    if dt.fields is not None:
+        return any(_has_floats(field[0]) for field in dt.fields.values())
+    base = dt.base if dt.subdtype is not None else dt
+    return bool(base.kind in "fc")
 
 
 def _itemsize(descr: str) -> int:

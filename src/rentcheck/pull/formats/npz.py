@@ -17,8 +17,14 @@ from collections.abc import Iterator
 from rentcheck.errors import FormatError
 from rentcheck.pull.formats.base import Issue, PRead, TensorInfo
 from rentcheck.pull.formats.npy import NPY_MAGIC, NpyValidator
-from rentcheck.pull.formats.zipdir import ZipRecord, parse_local_header, read_central_directory
-from rentcheck.pull.rules import PICKLE_MALFORMED
+from rentcheck.pull.formats.torchzip import ACCEPT_HINT
+from rentcheck.pull.formats.zipdir import (
+    ZipAmbiguous,
+    ZipRecord,
+    parse_local_header,
+    read_central_directory,
+)
+from rentcheck.pull.rules import PICKLE_MALFORMED, UNPROVEN_LOAD_SAFETY
 
 __all__ = ["NpzValidator", "looks_like_npz"]
 
@@ -43,6 +49,8 @@ class NpzValidator:
     def finish(self) -> list[Issue]:
         try:
             records, _ = read_central_directory(self._pread, self._size)
+        except ZipAmbiguous as exc:
+            return [Issue(UNPROVEN_LOAD_SAFETY, f".npz: {exc.message}; {ACCEPT_HINT}")]
         except (FormatError, struct.error) as exc:
             return [Issue(PICKLE_MALFORMED, f".npz: the zip directory cannot be read: {exc}")]
         issues: list[Issue] = []

@@ -372,12 +372,18 @@ class Machine:
         if not isinstance(pers, Pers) or pers.key is None:
             return
         result.refs = [("", pers.key)]
+        view: tuple[int, str | None] | None = None
         if func.endswith("_v3") and len(args) > 6 and isinstance(args[6], Global):
-            dtype = TORCH_DTYPES.get(args[6].name.removeprefix("torch."))
-            if dtype is not None:
-                self.dtypes.setdefault(pers.key, dtype)
+            # v3's dtype argument types the tensor whatever the storage class says (a
+            # ByteStorage viewed as float32): the storage is scanned as the first float dtype
+            # any tensor views it as, so a NaN cannot hide behind a byte storage class
+            view = TORCH_DTYPES.get(args[6].name.removeprefix("torch."))
+            if view is not None:
+                seen = self.dtypes.get(pers.key)
+                if seen is None or (seen[1] is None and view[1] is not None):
+                    self.dtypes[pers.key] = view
         if func.endswith(("_v2", "_v3")) and len(args) >= 4:
-            self.check_view(pers.key, args[1], args[2], args[3])
+            self.check_view(pers.key, args[1], args[2], args[3], view)
 
     def buildable(self, target: object) -> bool:
         """Whether torch's BUILD accepts ``target``: a Tensor, a Parameter, an OrderedDict or an
@@ -386,7 +392,14 @@ class Machine:
             return False
         return target.type in _BUILDABLE or target.type in self.allowed
 
-    def check_view(self, key: str, offset: object, size: object, stride: object) -> None:
+    def check_view(
+        self,
+        key: str,
+        offset: object,
+        size: object,
+        stride: object,
+        view: tuple[int, str | None] | None = None,
+    ) -> None:
         """Flag a tensor whose (offset, size, stride) reaches past its storage's elements."""
         ref = self.storages.get(key)
         dims, steps = items_of(size), items_of(stride)
@@ -400,7 +413,9 @@ class Machine:
         if any(d == 0 for d in dims_i):
             return
         elements = ref.numel
-        if ref.storage_type.endswith("UntypedStorage"):
+        if view is not None:  # v3: the tensor's own element size over the storage's bytes
+            elements = ref.numel * ref.itemsize // max(view[0], 1)
+        elif ref.storage_type.endswith("UntypedStorage"):
             elements //= max(self.dtypes.get(key, (1, None))[0], 1)
         last = off + sum((d - 1) * st for d, st in zip(dims_i, steps_i, strict=True))
         if off < 0 or any(v < 0 for v in (*dims_i, *steps_i)) or last >= elements:
@@ -461,6 +476,11 @@ def _put(m: Machine, name: str, arg: object) -> None:
         raise Malformed(f"{name} with index {index!r}")
     if index not in m.memo and len(m.memo) >= MAX_MEMO:
         m.capped = f"more than {MAX_MEMO} memo entries"
+        raise Malformed(m.capped)
+    if index >= MAX_MEMO:
+        # writers number memo slots from 0; CPython's unpickler allocates an array up to the
+        # index a PUT names (LONG_BINPUT 2**28: 2 GB from five bytes)
+        m.capped = f"{name} at memo index {index}, past the {MAX_MEMO} any writer reaches"
         raise Malformed(m.capped)
     m.memo[index] = m.top()
 

@@ -174,8 +174,10 @@ def _finish_storages(m: Machine) -> dict[str, StorageRef]:
     out: dict[str, StorageRef] = {}
     for key, ref in m.storages.items():
         scan = ref.scan_dtype
-        if ref.storage_type.endswith("UntypedStorage") and key in m.dtypes:
-            scan = m.dtypes[key][1]
+        if key in m.dtypes and (
+            m.dtypes[key][1] is not None or ref.storage_type.endswith("UntypedStorage")
+        ):
+            scan = m.dtypes[key][1]  # the dtype a v3 rebuild gives the tensor wins
         out[key] = StorageRef(
             ref.key,
             ref.storage_type,

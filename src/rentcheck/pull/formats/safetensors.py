@@ -119,11 +119,22 @@ def _prescreen(raw: bytes) -> None:
             raise FormatError("header objects are nested deeper than tensor entries allow")
 
 
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
             raise FormatError(f"duplicate key {key!r} in header")
+        for text in (key, value) if isinstance(value, str) else (key,):
+            if not _utf8(text):  # Python's json keeps a lone "\ud800"; the Rust parser refuses
+                raise FormatError(f"a lone surrogate escape in {text!r} (the reader refuses it)")
         out[key] = value
     return out
 

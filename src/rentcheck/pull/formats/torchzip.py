@@ -20,6 +20,7 @@ from rentcheck.pull.formats.base import Issue, PRead, TensorInfo
 from rentcheck.pull.formats.finite import FiniteScanner, nonfinite_issues, skipped_issue
 from rentcheck.pull.formats.pickle_safety import PickleReport, scan_pickle
 from rentcheck.pull.formats.zipdir import (
+    ZipAmbiguous,
     ZipLimit,
     ZipRecord,
     has_zip64_extra,
@@ -32,11 +33,18 @@ from rentcheck.pull.rules import (
     TORCH_WILL_REFUSE,
     TORCH_ZIP_CORRUPT,
     TORCHSCRIPT_ARCHIVE,
+    UNPROVEN_LOAD_SAFETY,
     UNSAFE_PICKLE,
     VERIFY_LIMIT_REACHED,
 )
 
-__all__ = ["MAX_PICKLE_BYTES", "TorchZipValidator", "crc32", "pickle_issues"]
+__all__ = ["ACCEPT_HINT", "MAX_PICKLE_BYTES", "TorchZipValidator", "crc32", "pickle_issues"]
+
+#: How a refusal that proves nothing about intent is accepted on purpose (RC538's fix).
+ACCEPT_HINT = (
+    "not proved safe to load: re-save it with its writer, or accept it deliberately under "
+    '[tool.rentcheck.verify.per-file-ignores] ("<path>" = ["RC538"])'
+)
 
 # A pickle is buffered whole (and copied once) to be scanned: 32 MiB keeps two workers' worth
 # under the 300 MB target; data.pkl of an 80k-tensor state dict is about 10 MiB.
@@ -117,6 +125,7 @@ class TorchZipValidator:
         torchscript: bool = False,
     ) -> None:
         self._size = file_size
+        self._pread = pread
         self._allowed = tuple(extra_allowed)
         self._full_pickle = full_pickle
         self._torchscript = torchscript
@@ -137,6 +146,9 @@ class TorchZipValidator:
             self._records, self._cd_off = read_central_directory(pread, file_size)
         except ZipLimit as exc:
             self._issues.append(Issue(VERIFY_LIMIT_REACHED, f"{exc.message}; not proved safe"))
+            self._records = []
+        except ZipAmbiguous as exc:
+            self._issues.append(Issue(UNPROVEN_LOAD_SAFETY, f"{exc.message}; {ACCEPT_HINT}"))
             self._records = []
         except (FormatError, struct.error) as exc:
             msg = exc.message if isinstance(exc, FormatError) else "central directory is damaged"
@@ -251,6 +263,11 @@ class TorchZipValidator:
             return
         if self._need != 30 + name_len + extra_len:
             self._need = 30 + name_len + extra_len
+            after = self._records[self._index + 1] if self._index + 1 < len(self._records) else None
+            room = (after.header_offset if after else self._cd_off) - rec.header_offset
+            if self._need + rec.csize > room:  # miniz refuses it; we would read past it
+                self._corrupt(f"record {rec.name!r}: its local header runs into the next record")
+                self._phase = "done"
             return
         name = bytes(self._buf[30 : 30 + name_len])
         self._local_zip64 = has_zip64_extra(bytes(self._buf[30 + name_len :]))
@@ -301,7 +318,10 @@ class TorchZipValidator:
         if self._pickle is not None:
             self._scan_pickle(rec)
         if self._byteorder is not None:
-            self._big_endian = bytes(self._byteorder).strip() == b"big"
+            order = bytes(self._byteorder)
+            self._big_endian = order == b"big"
+            if order not in (b"little", b"big"):  # torch raises "Unknown endianness type"
+                self._corrupt(f"byteorder record holds {order[:16]!r}, not 'little' or 'big'")
         self._pickle = self._byteorder = None
         if self._flags & 0x08:
             self._phase, self._need = "desc", 4
@@ -368,6 +388,7 @@ class TorchZipValidator:
                     )
                 )
         issues += self._storage_issues()
+        issues += self._record_shape_issues()
         if self._report is not None:
             issues += nonfinite_issues(self._scanner.results())
             if self._floats and not self._scanner.available:
@@ -377,6 +398,40 @@ class TorchZipValidator:
             early = [k for k in self._early if self._report.storages.get(k, None) is not None]
             if any(self._report.storages[k].scan_dtype for k in early):
                 issues.append(skipped_issue(f"{len(early)} storages", "they precede data.pkl"))
+        return issues
+
+    def _record_shape_issues(self) -> list[Issue]:
+        """Records torch.save never writes that a loader would still read: a record beginning
+        with the ``.npy`` magic (np.load opens any zip and reads such a member as an array, an
+        object array being a pickle), a small text record (``version``,
+        ``.data/serialization_id``...) that is not ASCII (torch decodes it and fails)."""
+        if self._torchscript:
+            return []
+        issues = []
+        for rec in self._records:
+            start = self._start_of.get(rec.name)
+            if start is None:
+                continue
+            text = not rec.name.startswith(self._prefix + "data/") and rec.name != (
+                self._prefix + "data.pkl"
+            )
+            head = self._pread(start, min(rec.usize, 256 if text else 6))
+            if head.startswith(b"\x93NUMPY"):
+                issues.append(
+                    Issue(
+                        UNPROVEN_LOAD_SAFETY,
+                        f"record {rec.name!r} begins with the .npy magic: np.load would read "
+                        f"it as an array, which torch.save never writes; {ACCEPT_HINT}",
+                    )
+                )
+            elif text and (rec.usize > 256 or not head.isascii()):
+                issues.append(
+                    Issue(
+                        TORCH_ZIP_CORRUPT,
+                        f"record {rec.name!r} is not the short ASCII text torch.save writes "
+                        "there (torch decodes it when loading)",
+                    )
+                )
         return issues
 
     def _storage_issues(self) -> list[Issue]:

@@ -12,6 +12,7 @@ from rentcheck.pull.formats.base import PRead
 __all__ = [
     "MAX_CD_BYTES",
     "MAX_ZIP_ENTRIES",
+    "ZipAmbiguous",
     "ZipLimit",
     "ZipRecord",
     "has_zip64_extra",
@@ -26,6 +27,11 @@ MAX_ZIP_ENTRIES = 300_000  # torch.save writes one record per storage, plus five
 
 class ZipLimit(FormatError):
     """The archive is consistent but larger than any checkpoint: a cap, not damage."""
+
+
+class ZipAmbiguous(FormatError):
+    """Readers may disagree on what the archive holds (data before the directory, names equal
+    but for case): not damage a writer makes, and not provably what the loader reads."""
 
 
 _EOCD = struct.Struct("<4sHHHHIIH")  # 22 bytes
@@ -115,12 +121,25 @@ def read_central_directory(pread: PRead, size: int) -> tuple[list[ZipRecord], in
         if rec[0] != b"PK\x06\x06":
             raise FormatError("ZIP64 end-of-central-directory record is damaged")
         disk, cd_disk, n_disk, n, cd_size, cd_off = rec[4], rec[5], rec[6], rec[7], rec[8], rec[9]
+        if z64_at + _EOCD64.size + _LOC64.size != eocd_at:
+            raise ZipAmbiguous(
+                "the ZIP64 end record does not sit right before its locator: zipfile would "
+                "shift every offset by the difference, torch would not"
+            )
         end_of_cd = z64_at
     if disk or cd_disk or n != n_disk:
         raise FormatError("multi-disk zip archives are not supported")
     if cd_off + cd_size > end_of_cd:  # miniz reads a directory that ends before the record
         raise FormatError(
             f"central directory claims bytes {cd_off}..{cd_off + cd_size} but ends at {end_of_cd}"
+        )
+    if cd_off + cd_size != end_of_cd:
+        # Python's zipfile shifts every offset by the gap ("data prepended"), miniz does not:
+        # the two would read different members. No writer leaves a gap.
+        raise ZipAmbiguous(
+            f"{end_of_cd - cd_off - cd_size} bytes lie between the central directory and its "
+            "end record (data prepended to the archive?): zipfile and torch would read "
+            "different members"
         )
     if n * _CDH.size > cd_size or cd_off + cd_size > size:
         raise FormatError(f"central directory of {cd_size} bytes for {n} entries is implausible")
@@ -164,6 +183,11 @@ def _parse_entries(cd: bytes, n: int, cd_off: int) -> list[ZipRecord]:
             raise FormatError(f"records {a.name!r} and {b.name!r} overlap")
     if len({r.name for r in records}) != len(records):
         raise FormatError("two records share a name")
+    if len({r.name.casefold() for r in records}) != len(records):
+        raise ZipAmbiguous(
+            "two records' names differ only by case: torch's reader matches names "
+            "case-insensitively, so which one it reads is not the one checked"
+        )
     return records
 
 

@@ -1,0 +1,103 @@
+"""What the differential fuzzer (benchmarks/verify_fuzz.py) found, each pinned with the real
+reader as the oracle: verify passed these files and the real loader refused them (or ran one).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from oracle import exec_pickle, ran_payload
+
+from rentcheck.model import Severity
+from rentcheck.pull.filecheck import verify_file
+
+
+def _errors(path: Path) -> set[str]:
+    return {f.code for f in verify_file(path)[1] if f.severity >= Severity.ERROR}
+
+
+def _torch_records() -> dict[str, bytes]:
+    buf = io.BytesIO()
+    torch.save({"w": torch.ones(3)}, buf)
+    with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as z:
+        return {n: z.read(n) for n in z.namelist()}
+
+
+def _rezip(records: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for name, data in records.items():
+            z.writestr(name, data)
+    return out.getvalue()
+
+
+def test_a_safetensors_header_with_a_lone_surrogate_is_refused(tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save
+
+    data = save({"w": torch.ones(2)})
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + n])
+    header["__metadata__"] = {"note": "x"}
+    raw = json.dumps(header).replace('"x"', '"\\ud800"').encode()
+    path = tmp_path / "m.safetensors"
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + data[8 + n :])
+    with pytest.raises(Exception, match=r"hex escape|surrogate|JSON"):
+        load_file(path)
+    assert "RC511" in _errors(path), verify_file(path)[1]
+
+
+@pytest.mark.parametrize("order", [b"", b"LITTLE", b"little\n", b"middle"])
+def test_a_byteorder_record_torch_does_not_know_is_refused(tmp_path: Path, order: bytes) -> None:
+    records = _torch_records()
+    key = next(n for n in records if n.endswith("/byteorder"))
+    records[key] = order
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    with pytest.raises(ValueError, match="endianness"):
+        torch.load(path, weights_only=True)
+    assert "RC512" in _errors(path), verify_file(path)[1]
+
+
+def test_a_local_header_whose_extra_field_runs_into_the_next_record_is_refused(
+    tmp_path: Path,
+) -> None:
+    data = bytearray(_rezip(_torch_records()))
+    at = data.index(b"PK\x03\x04", data.index(b"data/0") - 60)  # data/0's local header
+    data[at + 28 : at + 30] = (0xD238).to_bytes(2, "little")
+    path = tmp_path / "m.pt"
+    path.write_bytes(bytes(data))
+    with pytest.raises(RuntimeError):
+        torch.load(path, weights_only=True)
+    assert "RC512" in _errors(path), verify_file(path)[1]
+
+
+def test_a_torch_zip_record_with_the_npy_magic_is_refused(tmp_path: Path) -> None:
+    buf = io.BytesIO()
+    np.save(buf, np.array([None], dtype=object), allow_pickle=True)
+    npy = buf.getvalue()
+    hostile = npy[: npy.index(b"\n") + 1] + exec_pickle()
+    records = _torch_records()
+    prefix = next(iter(records)).split("/", 1)[0]
+    records[f"{prefix}/data/9"] = hostile  # a record torch never reads, np.load does
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    torch.load(path, weights_only=True)  # torch ignores the extra record
+    assert ran_payload(path, "numpy")  # np.load opens any zip as an .npz
+    assert "RC538" in _errors(path), verify_file(path)[1]
+
+
+def test_a_text_record_that_is_not_ascii_is_refused(tmp_path: Path) -> None:
+    records = _torch_records()
+    key = next(n for n in records if n.endswith("serialization_id"))
+    records[key] = b"\xff\xfe" + records[key]
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    with pytest.raises(UnicodeDecodeError):
+        torch.load(path, weights_only=True)
+    assert "RC512" in _errors(path), verify_file(path)[1]
