@@ -101,7 +101,10 @@ def test_timeout_save_error_and_no_steps() -> None:
     assert save is not None and save.kind == "checkpoint-save" and save.evidence == "OSError: disk"
     idle = classify_failure(0, False, ["done"], ACTIVE, 0)
     assert idle is not None and idle.kind == "no-steps"
-    assert classify_failure(0, False, ["done"], NO_SHIM, 0) is None  # exit-code-only judgement
+    # Without the shim and without step lines, exit 0 is no evidence that the run trained.
+    blind = classify_failure(0, False, ["done"], NO_SHIM, 0)
+    assert blind is not None and blind.kind == "no-steps" and "`step-regex`" in blind.detail
+    assert classify_failure(0, False, ["step=1 loss=0.5"], NO_SHIM, 1) is None
     assert classify_failure(0, False, ["step=1 loss=0.5"], ACTIVE, 1) is None
 
 

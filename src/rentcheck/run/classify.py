@@ -158,10 +158,23 @@ def classify_failure(
     if shim.failed_saves:
         return Failure("checkpoint-save", str(shim.failed_saves[0].get("error")))
     if returncode == 0:
-        if shim.active and observed_steps == 0:
-            return Failure("no-steps", "exit 0 without a torch.optim step")
+        if observed_steps == 0:
+            return Failure("no-steps", "exit 0 without an optimizer step", _unseen(shim))
         return None
     return _crash_class(returncode, clean, observed_steps)
+
+
+def _unseen(shim: ShimSummary) -> str:
+    """Why no step was seen: the evidence a passing smoke needs and did not get."""
+    if shim.active:
+        return (
+            "the step shim saw no torch.optim step and no parameter changed between two "
+            "backward passes, and no log line matched `step-regex`"
+        )
+    return (
+        f"the step shim was {shim.status} and no log line matched `step-regex`: smoke needs the "
+        "shim or one log line per step to see that the run trained"
+    )
 
 
 def _crash_class(returncode: int | None, clean: Sequence[str], observed_steps: int) -> Failure:

@@ -214,16 +214,19 @@ SMOKE_CLASSES: dict[str, Rule] = {
     "no-steps": Rule(
         code="RC613",
         name="smoke-no-optimizer-step",
-        summary="The run exited 0 without any optimizer step",
+        summary="The run exited 0 without an optimizer step rentcheck could see",
         why=(
             "A run that ends cleanly without training (an empty dataset, max_steps=0, a wrong "
-            "subcommand) passes every exit-code check and trains nothing."
+            "subcommand) passes every exit-code check and trains nothing; a run whose steps "
+            "nobody counted had no NaN check either."
         ),
         example_bad="python train.py --steps 0",
         example_good="python train.py --steps 2",
         fix=(
-            "Check that the smoke args make the run take steps; non-torch.optim optimizers are "
-            "not counted (set `shim = off` for them)."
+            "Check that the smoke args make the run take steps. The step shim counts any "
+            "torch.optim step and parameters updated in place between two backward passes; "
+            "with `shim: off` (or a launcher that drops it), print one line per step and set "
+            "`step-regex` to match it."
         ),
         family="smoke",
         default_severity=_E,

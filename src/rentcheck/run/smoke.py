@@ -85,8 +85,10 @@ class SmokeOutcome:
     def verdict_lines(self) -> list[str]:
         head = "PASSED" if self.passed else "FAILED"
         steps = f"{self.observed_steps} optimizer step{'s' if self.observed_steps != 1 else ''}"
+        ended = self.ended_by
+        after = "" if "optimizer steps" in ended else f" after {steps}"
         lines = [
-            f"smoke: {head}: the run {self.ended_by} after {steps} in {self.result.duration:.1f} s",
+            f"smoke: {head}: the run {ended}{after} in {self.result.duration:.1f} s",
             f"  command: {' '.join(self.settings.argv)}",
             f"  python: {self.settings.interpreter.path} ({self.settings.interpreter.source})",
             f"  shim: {self.shim.status} ({self.shim.reason})",
