@@ -481,6 +481,26 @@ NO_STEP_RECORDS = Rule(
     fix_applicability=_NONE,
 )
 
+KILL_AFTER_END = Rule(
+    code="RC634",
+    name="resume-kill-after-last-step",
+    summary="A kill would have landed at or after the run's last step",
+    why=(
+        "Killing a run that has already taken its last step and relaunching it tests nothing: "
+        "a correct relaunch finds the run complete and takes no step, which looks like a "
+        "restart from step 1. The scenario is reported as not run instead of being judged."
+    ),
+    example_bad="steps: 12 with a checkpoint every 12 steps (the first one is the last step)",
+    example_good="steps: 12 with `{checkpoint_every}` (every 4 steps) in the resume args",
+    fix=(
+        "Give the resume run more `steps`, or make it save earlier (`{checkpoint_every}` in the "
+        "resume args), so that a step lies between the first checkpoint and the end."
+    ),
+    family="resume",
+    default_severity=_N,
+    fix_applicability=_NONE,
+)
+
 RESUME_RULES: tuple[Rule, ...] = (
     STEP_RESET,
     WRONG_START,
@@ -496,6 +516,7 @@ RESUME_RULES: tuple[Rule, ...] = (
     SAVE_KILL_SKIPPED,
     REFERENCE_FAILED,
     NO_STEP_RECORDS,
+    KILL_AFTER_END,
 )
 
 RUN_RULES: tuple[Rule, ...] = (*SMOKE_RULES, *RESUME_RULES)

@@ -500,8 +500,16 @@ def _should_pause_in_save(step: int) -> bool:
     if _State.first_save_step is None:
         _State.first_save_step = step
         if _setting("PAUSE") == "step":
-            # Half an interval after the first checkpoint: between that one and the next.
-            _State.pause_at = step + max(1, step // 2)
+            # Half an interval after the first checkpoint: between that one and the next, and
+            # before the last step (``STOP_AFTER``), so the relaunch has steps left to take.
+            last = int(_setting("STOP_AFTER") or 0)
+            pause_at = step + max(1, step // 2)
+            if last:
+                pause_at = min(pause_at, last - 1)
+            if pause_at > step:
+                _State.pause_at = pause_at
+            else:
+                _emit("no-kill", reason="step", step=step, last=last)
         return False
     # The first write of the *next* checkpoint, so an older complete one exists to fall back to.
     return _setting("PAUSE") == "save" and step > _State.first_save_step and not _State.paused
