@@ -118,3 +118,16 @@ def test_the_evidence_is_the_exception_line_not_the_source_line_above_it() -> No
     failure = classify_failure(1, False, lines, NO_SHIM, 0)
     assert failure is not None
     assert failure.evidence == "AssertionError: Torch not compiled with CUDA enabled"
+
+
+def test_a_hub_download_under_offline_mode_is_network_not_a_missing_path() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "run_clm.py", line 320, in main',
+        "    raw_datasets = load_dataset(data_args.dataset_name)",
+        "FileNotFoundError: Couldn't find a dataset script at /w/wikitext/wikitext.py or any data "
+        "file in the same directory. Couldn't find 'wikitext' on the Hugging Face Hub either: "
+        "LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub",
+    ]
+    failure = classify_failure(1, False, lines, NO_SHIM, 0)
+    assert failure is not None and failure.kind == "needs-network", failure

@@ -61,7 +61,12 @@ _NEEDS_NETWORK = re.compile(
     r"couldn't connect to 'https?://|Cannot find the requested files in the (?:local )?cache|"
     r"outgoing traffic has been disabled|Temporary failure in name resolution|"
     r"Name or service not known|Max retries exceeded with url|ConnectionError|"
-    r"Network is unreachable|getaddrinfo failed|urlopen error"
+    r"Network is unreachable|getaddrinfo failed|urlopen error|"
+    # Hub downloads under HF_HUB_OFFLINE / HF_DATASETS_OFFLINE: often a FileNotFoundError or
+    # an OSError that names the Hub, not a missing path of the project.
+    r"on the Hugging Face Hub|not a local folder and is not a valid model identifier|"
+    r"Couldn't reach '|We couldn't connect to|offline mode is enabled|"
+    r"An error happened while trying to locate the file on the Hub"
 )
 _SHAPE_DTYPE = re.compile(
     r"shapes cannot be multiplied|size mismatch|The size of tensor a|must match the size|"

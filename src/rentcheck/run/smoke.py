@@ -8,6 +8,7 @@ env block and (shim
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -138,6 +139,45 @@ def _location(tb: Traceback | None, roots: Sequence[str]) -> tuple[str | None, i
     return None, None
 
 
+_QUOTED_PATH = re.compile(r"""['"]([^'"\s]+)['"]""")
+
+
+def _link_hint(failure: Failure, settings: SmokeSettings, roots: Sequence[str]) -> str:
+    """A path the run missed that the project has, but the scratch copy lacks (git ignores
+    it): the fix is `link`, not a download."""
+    if failure.kind not in ("config", "data", "needs-network", "crash"):
+        return ""
+    for text in _QUOTED_PATH.findall(failure.evidence):
+        rel = text
+        for root in roots:
+            if os.path.isabs(text) and text.startswith(root.rstrip(os.sep) + os.sep):
+                rel = os.path.relpath(text, root)
+        top = os.path.normpath(rel).split(os.sep)[0]
+        if top in ("", os.curdir, os.pardir) or os.path.isabs(rel) or top in settings.links:
+            continue
+        if os.path.exists(os.path.join(settings.root, top)) and _ignored(settings.root, top):
+            return (
+                f"; {top!r} is in the project but not in the scratch copy (git ignores it): "
+                f'add `link: ["{top}"]` to the smoke section'
+            )
+    return ""
+
+
+def _ignored(root: str, path: str) -> bool:
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", root, "check-ignore", "-q", path],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
 def _findings(outcome: SmokeOutcome) -> list[Finding]:
     settings, failure = outcome.settings, outcome.failure
     details = {
@@ -155,6 +195,7 @@ def _findings(outcome: SmokeOutcome) -> list[Finding]:
         path, line = _location(last_traceback(outcome.result.lines), roots)
         detail = f" ({failure.detail})" if failure.detail else ""
         message = f"{LABELS[failure.kind]}: {failure.evidence}{detail}"
+        message += _link_hint(failure, settings, roots)
         if waived:
             message += f" [allowed: {failure.kind}]"
         severity = Severity.NOTE if waived else rule.default_severity
