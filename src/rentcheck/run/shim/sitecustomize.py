@@ -127,6 +127,8 @@ class _ImportHook:
 
     def __init__(self) -> None:
         self.pending = {"torch": _install, "safetensors.torch": _wrap_safetensors}
+        if _setting("TRAINING_ARGS"):
+            self.pending["transformers.training_args"] = _limit_training_args
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if self.pending:
@@ -351,6 +353,25 @@ def _detect_manual_step(torch: Any) -> None:
             _count_step(-1, list(_State.watched), "parameters")
             _stop_or_pause()
             return
+
+
+def _limit_training_args(module: Any) -> None:
+    """Sets transformers' TrainingArguments fields (max_steps, save_steps, ...) as each one is
+    made: the limits of a script whose own argparse builds them (no flags added)."""
+    import json
+
+    limits = json.loads(_setting("TRAINING_ARGS"))
+    cls = module.TrainingArguments
+    original = cls.__post_init__
+
+    def post_init(self: Any, *args: Any, **kwargs: Any) -> Any:
+        for key, value in limits.items():
+            if hasattr(self, key):  # a field this transformers version has
+                setattr(self, key, value)
+        _emit("training-args", fields=sorted(limits))
+        return original(self, *args, **kwargs)
+
+    cls.__post_init__ = post_init
 
 
 class _PausingWriter:
