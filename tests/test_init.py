@@ -206,3 +206,13 @@ def test_without_an_entrypoint_no_command_is_written_for_a_missing_file(
 
     with pytest.raises(ConfigError, match="command"):
         smoke_settings(load_config(str(tmp_path)))
+
+
+def test_entrypoint_flag_picks_a_lower_ranked_candidate(cli, tmp_path: Path) -> None:
+    root = _repo(tmp_path, "lib_train")
+    result = cli("init", "--entrypoint", "mypkg/train.py", cwd=root)
+    assert result.code == 0, result.err
+    assert yaml.safe_load((root / "rentcheck.yaml").read_text())["smoke"]["command"] == (
+        "python mypkg/train.py"
+    )
+    assert cli("init", "--force", "--entrypoint", "nope.py", cwd=root).code == 2

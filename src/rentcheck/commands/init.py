@@ -76,9 +76,19 @@ def _flag(text: str, flags: tuple[str, ...]) -> str | None:
     return next((f for f in flags if re.search(rf"['\"]{re.escape(f)}['\"]", text)), None)
 
 
-def detect(root: str) -> Detected:
+def detect(root: str, entrypoint: str | None = None) -> Detected:
+    """``entrypoint``: the file to use (relative to ``root``), ranked first when it exists."""
     files = python_files(root)
     candidates = find_entrypoints(root, files)
+    if entrypoint is not None:
+        wanted = os.path.normpath(entrypoint).replace(os.sep, "/")
+        if not os.path.isfile(os.path.join(root, wanted)):
+            raise UsageError(f"--entrypoint {entrypoint}: no such file in {root}")
+        chosen = next((c for c in candidates if c.path == wanted), None)
+        if chosen is None:
+            text = read_text(os.path.join(root, wanted))
+            chosen = Candidate(wanted, 0.0, ("named with --entrypoint",), text)
+        candidates = [chosen, *(c for c in candidates if c.path != wanted)]
     if not candidates:
         return Detected(None, "no entrypoint found", None, None, None, None, None)
     entry = candidates[0]
@@ -256,6 +266,12 @@ def add_parsers(
     p.add_argument("directory", nargs="?", default=".", help="the project (default: .)")
     p.add_argument("--force", action="store_true", help="replace an existing rentcheck.yaml")
     p.add_argument("--stdout", action="store_true", help="print the config instead of writing")
+    p.add_argument(
+        "--entrypoint",
+        metavar="PATH",
+        help="the training script to use (relative to DIRECTORY) when the first-ranked "
+        "candidate is not the one you run",
+    )
     p.set_defaults(handler=run_init)
 
 
@@ -265,7 +281,7 @@ def run_init(args: argparse.Namespace) -> int:
     root = os.path.abspath(args.directory)
     if not os.path.isdir(root):
         raise UsageError(f"{args.directory} is not a directory", hint="rentcheck init [DIR]")
-    found = detect(root)
+    found = detect(root, args.entrypoint)
     text = starter_config(found)
     if args.stdout:
         sys.stdout.write(text)
@@ -283,9 +299,11 @@ def run_init(args: argparse.Namespace) -> int:
             hint="rentcheck init --stdout shows the starter to merge by hand",
         )
     write_atomic(target, text.encode("utf-8"))
+    others = [c.path for c in found.candidates[1:4]]
+    also = f"; also found: {', '.join(others)} (--entrypoint PATH picks one)" if others else ""
     sys.stderr.write(
         f"rentcheck: wrote {target} (entrypoint: {found.entrypoint or 'none found'}; "
-        f"framework: {found.framework})\nnext: rentcheck check && rentcheck smoke\n"
+        f"framework: {found.framework}{also})\nnext: rentcheck check && rentcheck smoke\n"
     )
     return 0
 
