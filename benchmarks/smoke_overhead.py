@@ -86,6 +86,17 @@ PROJECTS = (
         "resume:\n  command: python train.py --per_device_train_batch_size 8 --skip_incomplete"
         " true\n  preset: hf-trainer\n",
     ),
+    # No steps flag in the gated commands (it trains until killed): the shim stops every run,
+    # the reference included, at `steps`; the bare baselines stop themselves (--total).
+    Project(
+        "no-steps-flag",
+        "",
+        ("endless_resumer/train.py",),
+        ("train.py", "--total", "2", "--every", "1"),
+        ("train.py", "--total", "12", "--every", "4"),
+        "smoke:\n  command: python train.py --every 1\n"
+        "resume:\n  command: python train.py --every 4\n  checkpoint-dir: ckpt\n",
+    ),
 )
 
 

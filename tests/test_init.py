@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rentcheck.commands.init import detect
+from rentcheck.commands.init import detect, starter_config
 from rentcheck.config import load_config
 from rentcheck.run.settings import resume_settings, smoke_settings
 from tests.conftest import REPO_ROOT
@@ -118,3 +118,101 @@ def test_a_lightning_cli_starter_loads_with_its_preset(cli, tmp_path: Path) -> N
     assert (
         yaml.safe_load((tmp_path / "rentcheck.yaml").read_text())["resume"]["mode"] == "continues"
     )
+
+
+INIT_REPOS = REPO_ROOT / "tests" / "fixtures" / "init_repos"
+
+
+def _repo(tmp_path: Path, name: str) -> Path:
+    """A copy of a fixture repository as a git work tree (its `gitignore` becomes the real
+    one here, so the fixture does not ignore files of rentcheck's own repository)."""
+    import subprocess
+
+    root = tmp_path / name
+    shutil.copytree(INIT_REPOS / name, root)
+    if (root / "gitignore").exists():
+        (root / "gitignore").rename(root / ".gitignore")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def test_word_language_model_top_level_script_epochs_flag_and_gitignored_data(
+    cli, tmp_path: Path
+) -> None:
+    """pytorch/examples word_language_model: no __main__ block (top-level code), hand SGD,
+    `--epochs`, `--save model.pt`, data under a gitignored data/."""
+    root = _repo(tmp_path, "word_language_model")
+    found = detect(str(root))
+    assert found.entrypoint == "main.py"
+    assert [c.path for c in found.candidates][:2] == ["main.py", "generate.py"]
+    why = found.candidates[0].why()
+    assert "runs as a script" in why and "updates parameters by hand" in why
+    assert found.steps_args == ("--epochs", "1") and "--epochs" in found.steps_why
+    assert found.ckpt_dir == "." and "--save" in found.ckpt_why
+    assert found.links == (("data", "ignored by git, read by the code"),)
+    assert cli("init", cwd=root).code == 0
+    text = (root / "rentcheck.yaml").read_text()
+    _assert_every_key_commented(text)
+    data = yaml.safe_load(text)
+    assert data["smoke"]["command"] == "python main.py"
+    assert data["smoke"]["args"] == ["--epochs", "1"] and data["smoke"]["link"] == ["data"]
+    config = load_config(str(root))
+    assert smoke_settings(config).links == ("data",)
+    assert resume_settings(config).checkpoint_dir == "."
+
+
+def test_chargpt_under_projects_with_its_config_system_steps_key(tmp_path: Path) -> None:
+    """minGPT: the entrypoint is projects/chargpt/chargpt.py; mingpt/ is a library; the
+    steps limit is the config system's `--trainer.max_iters=`."""
+    root = _repo(tmp_path, "chargpt")
+    found = detect(str(root))
+    assert found.entrypoint == "projects/chargpt/chargpt.py"
+    library = [c for c in found.candidates if c.path.startswith("mingpt/")]
+    assert all("no __main__ block" in c.why() for c in library)
+    assert found.steps_args == ("--trainer.max_iters={steps}",)
+    assert "merge_from_args" in found.steps_why and "mingpt/trainer.py" in found.steps_why
+    assert found.ckpt_dir == "out/chargpt" and "work_dir" in found.ckpt_why
+    text = starter_config(found)
+    assert '"--trainer.max_iters={steps}"' in text
+
+
+def test_hf_run_clm_is_found_by_what_it_is(tmp_path: Path) -> None:
+    root = _repo(tmp_path, "hf_clm")
+    found = detect(str(root))
+    assert found.entrypoint == "examples/pytorch/language-modeling/run_clm.py"
+    assert found.preset == "hf-trainer" and found.ckpt_dir == "out"
+    assert "runs a Trainer / fit" in found.candidates[0].why()
+
+
+def test_a_library_train_py_loses_to_the_script_that_runs_it(tmp_path: Path) -> None:
+    root = _repo(tmp_path, "lib_train")
+    found = detect(str(root))
+    assert found.entrypoint == "scripts/pretrain.py"
+    assert found.candidates[1].path == "mypkg/train.py"
+    assert "no __main__ block" in found.candidates[1].why()
+    assert found.steps_args == ("--max_iters", "{steps}") and found.ckpt_dir == "out"
+
+
+def test_without_an_entrypoint_no_command_is_written_for_a_missing_file(
+    cli, tmp_path: Path
+) -> None:
+    (tmp_path / "notes.py").write_text("print('no torch here')\n")
+    assert cli("init", cwd=tmp_path).code == 0
+    text = (tmp_path / "rentcheck.yaml").read_text()
+    data = yaml.safe_load(text)
+    assert "command" not in data["smoke"] and "training-paths" not in (data.get("python") or {})
+    assert "No training entrypoint found" in text
+    from rentcheck.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="command"):
+        smoke_settings(load_config(str(tmp_path)))
+
+
+def test_entrypoint_flag_picks_a_lower_ranked_candidate(cli, tmp_path: Path) -> None:
+    root = _repo(tmp_path, "lib_train")
+    result = cli("init", "--entrypoint", "mypkg/train.py", cwd=root)
+    assert result.code == 0, result.err
+    assert yaml.safe_load((root / "rentcheck.yaml").read_text())["smoke"]["command"] == (
+        "python mypkg/train.py"
+    )
+    assert cli("init", "--force", "--entrypoint", "nope.py", cwd=root).code == 2

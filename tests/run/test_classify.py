@@ -101,7 +101,10 @@ def test_timeout_save_error_and_no_steps() -> None:
     assert save is not None and save.kind == "checkpoint-save" and save.evidence == "OSError: disk"
     idle = classify_failure(0, False, ["done"], ACTIVE, 0)
     assert idle is not None and idle.kind == "no-steps"
-    assert classify_failure(0, False, ["done"], NO_SHIM, 0) is None  # exit-code-only judgement
+    # Without the shim and without step lines, exit 0 is no evidence that the run trained.
+    blind = classify_failure(0, False, ["done"], NO_SHIM, 0)
+    assert blind is not None and blind.kind == "no-steps" and "`step-regex`" in blind.detail
+    assert classify_failure(0, False, ["step=1 loss=0.5"], NO_SHIM, 1) is None
     assert classify_failure(0, False, ["step=1 loss=0.5"], ACTIVE, 1) is None
 
 
@@ -115,3 +118,16 @@ def test_the_evidence_is_the_exception_line_not_the_source_line_above_it() -> No
     failure = classify_failure(1, False, lines, NO_SHIM, 0)
     assert failure is not None
     assert failure.evidence == "AssertionError: Torch not compiled with CUDA enabled"
+
+
+def test_a_hub_download_under_offline_mode_is_network_not_a_missing_path() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "run_clm.py", line 320, in main',
+        "    raw_datasets = load_dataset(data_args.dataset_name)",
+        "FileNotFoundError: Couldn't find a dataset script at /w/wikitext/wikitext.py or any data "
+        "file in the same directory. Couldn't find 'wikitext' on the Hugging Face Hub either: "
+        "LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub",
+    ]
+    failure = classify_failure(1, False, lines, NO_SHIM, 0)
+    assert failure is not None and failure.kind == "needs-network", failure

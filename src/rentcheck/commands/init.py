@@ -1,9 +1,11 @@
 """``rentcheck init``: a starter ``rentcheck.yaml`` for the project it finds, every key explained.
 
-It looks for the training entrypoint (``train.py`` and friends), reads it (never runs it) to
-guess the framework (plain PyTorch, Lightning, LightningCLI, transformers' Trainer, ...), the
-flag that limits the run's steps and the checkpoint directory, and fills the smoke and resume
-sections from that. An existing config is never replaced unless ``--force`` says so.
+It ranks the project's training entrypoints by what they are (``initproject/``: a script that
+imports torch and trains), reads the best one (never runs it) to guess the framework (plain
+PyTorch, Lightning, LightningCLI, transformers' Trainer, ...), the repo's own flag that limits
+the run's steps, the checkpoint directory its code writes and the gitignored data it reads,
+and fills the smoke and resume sections from that, each choice with its reason. An existing
+config is never replaced unless ``--force`` says so.
 """
 
 from __future__ import annotations
@@ -15,56 +17,33 @@ import sys
 from dataclasses import dataclass
 
 from rentcheck.errors import UsageError
+from rentcheck.initproject.entrypoints import Candidate, find_entrypoints, python_files, read_text
+from rentcheck.initproject.flags import checkpoint_dir, data_links, every_flag, steps_proposal
 
 __all__ = ["Detected", "detect", "starter_config"]
 
 CONFIG_NAME = "rentcheck.yaml"
-_ENTRY_NAMES = ("train.py", "main.py", "run.py", "pretrain.py", "finetune.py", "fit.py")
-_SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".rentcheck", "site-packages"}
-_STEP_FLAGS = ("--max-steps", "--max_steps", "--steps", "--num-steps", "--num_steps",
-               "--total-steps", "--total_steps", "--train-steps", "--train_steps")  # fmt: skip
-_EVERY_FLAGS = ("--ckpt-every", "--ckpt_every", "--save-every", "--save_every",
-                "--checkpoint-every", "--checkpoint_every",
-                "--save-steps", "--save_steps")  # fmt: skip
 _CKPT_FLAGS = ("--ckpt-dir", "--checkpoint-dir", "--checkpoint_dir", "--ckpt_dir",
                "--save-dir", "--save_dir", "--output-dir", "--output_dir")  # fmt: skip
+_MAX_SOURCES = 300  # project files read for a config system's defaults
 
 
 @dataclass(frozen=True)
 class Detected:
     """What ``init`` found, each with the reason shown to the person."""
 
-    entrypoint: str | None
+    entrypoint: str | None  # an existing file, relative to the project
     framework: str  # in words
     preset: str | None
-    steps_flag: str | None
+    steps_flag: str | None  # the first word of ``steps_args`` (kept for callers)
     every_flag: str | None  # the checkpoint interval's flag
     ckpt_flag: str | None
     ckpt_dir: str | None
-
-
-def _candidates(root: str) -> list[str]:
-    found = []
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
-        depth = os.path.relpath(directory, root).count(os.sep)
-        if depth > 3:
-            dirs[:] = []
-            continue
-        for name in files:
-            if name in _ENTRY_NAMES or (name.startswith("train") and name.endswith(".py")):
-                found.append(os.path.relpath(os.path.join(directory, name), root))
-    # The shallowest first, then train.py before the other names.
-    order = {name: i for i, name in enumerate(_ENTRY_NAMES)}
-    return sorted(found, key=lambda p: (p.count(os.sep), order.get(os.path.basename(p), 99), p))
-
-
-def _read(root: str, relpath: str) -> str:
-    try:
-        with open(os.path.join(root, relpath), encoding="utf-8", errors="replace") as handle:
-            return handle.read(512 * 1024)
-    except OSError:
-        return ""
+    candidates: tuple[Candidate, ...] = ()  # ranked; the first is the entrypoint
+    steps_args: tuple[str, ...] = ()  # the repo's own way to limit steps
+    steps_why: str = ""
+    ckpt_why: str = ""
+    links: tuple[tuple[str, str], ...] = ()  # (ignored path the code reads, why)
 
 
 def _framework(text: str) -> tuple[str, str | None]:
@@ -97,43 +76,94 @@ def _flag(text: str, flags: tuple[str, ...]) -> str | None:
     return next((f for f in flags if re.search(rf"['\"]{re.escape(f)}['\"]", text)), None)
 
 
-def _default_of(text: str, flag: str | None) -> str | None:
-    """The ``default=`` of an argparse flag, when it is a plain string literal."""
-    if flag is None:
-        return None
-    match = re.search(
-        rf"['\"]{re.escape(flag)}['\"][^)]*?default\s*=\s*['\"]([^'\"]+)['\"]", text, re.S
+def detect(root: str, entrypoint: str | None = None) -> Detected:
+    """``entrypoint``: the file to use (relative to ``root``), ranked first when it exists."""
+    files = python_files(root)
+    candidates = find_entrypoints(root, files)
+    if entrypoint is not None:
+        wanted = os.path.normpath(entrypoint).replace(os.sep, "/")
+        if not os.path.isfile(os.path.join(root, wanted)):
+            raise UsageError(f"--entrypoint {entrypoint}: no such file in {root}")
+        chosen = next((c for c in candidates if c.path == wanted), None)
+        if chosen is None:
+            text = read_text(os.path.join(root, wanted))
+            chosen = Candidate(wanted, 0.0, ("named with --entrypoint",), text)
+        candidates = [chosen, *(c for c in candidates if c.path != wanted)]
+    if not candidates:
+        return Detected(None, "no entrypoint found", None, None, None, None, None)
+    entry = candidates[0]
+    text = entry.text
+    framework, preset = _framework(text)
+    sources = [
+        (path, read_text(os.path.join(root, path)))
+        for path in files[:_MAX_SOURCES]
+        if path != entry.path
+    ]
+    proposal = None if preset else steps_proposal(text, sources)
+    every = None if preset else every_flag(text)
+    ckpt_flag = _flag(text, _CKPT_FLAGS)
+    if preset == "hf-trainer":
+        found_dir: tuple[str, str] | None = ("out", "the preset's --output_dir out")
+    else:
+        found_dir = checkpoint_dir(text, sources)
+    return Detected(
+        entrypoint=entry.path,
+        framework=framework,
+        preset=preset,
+        steps_flag=proposal.args[0].split("=")[0] if proposal else None,
+        every_flag=every,
+        ckpt_flag=ckpt_flag,
+        ckpt_dir=found_dir[0] if found_dir else None,
+        candidates=tuple(candidates),
+        steps_args=proposal.args if proposal else (),
+        steps_why=proposal.why if proposal else "",
+        ckpt_why=found_dir[1] if found_dir else "",
+        links=tuple(data_links(root, [text])),
     )
-    return match.group(1) if match else None
-
-
-def detect(root: str) -> Detected:
-    candidates = _candidates(root)
-    entry = candidates[0] if candidates else None
-    text = _read(root, entry) if entry else ""
-    framework, preset = _framework(text) if entry else ("no entrypoint found", None)
-    steps = None if preset else _flag(text, _STEP_FLAGS)
-    every = None if preset else _flag(text, _EVERY_FLAGS)
-    ckpt = _flag(text, _CKPT_FLAGS)
-    return Detected(entry, framework, preset, steps, every, ckpt, _default_of(text, ckpt))
 
 
 def _q(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _found_lines(found: Detected) -> str:
+    """Comment lines: each candidate with the evidence that ranked it."""
+    if not found.candidates:
+        return (
+            "# No training entrypoint found (a script that imports torch or a trainer framework\n"
+            "# and trains); write your training command under smoke: command.\n"
+        )
+    lines = [f"# Entrypoint: {found.entrypoint} ({found.candidates[0].why()})."]
+    lines += [f"# Also found: {c.path} ({c.why()})." for c in found.candidates[1:4]]
+    lines.append(f"# Framework: {found.framework}.")
+    return "".join(f"{line}\n" for line in lines)
+
+
 def starter_config(found: Detected) -> str:
     """The YAML text: every key with a comment saying what it does and what to change."""
-    entry = found.entrypoint or "train.py"
-    command = f"python {entry}"
-    ckpt_dir = found.ckpt_dir or "checkpoints"
-    smoke = [found.steps_flag, "{steps}"] if found.steps_flag else []
+    entry = found.entrypoint
+    if entry is not None:
+        command_line = f"  command: {_q(f'python {entry}')}\n"
+        paths_line = (
+            "python:\n"
+            "  # Where the Python rules look for training code (globs; default: every .py file).\n"
+            f"  training-paths: [{_q(entry)}]\n"
+        )
+    else:  # never a command for a file that does not exist: the gates ask for one
+        command_line = '  # command: "python path/to/your_training_script.py"\n'
+        paths_line = (
+            "# Where the Python rules look for training code (default: every .py file):\n"
+            "# python:\n"
+            '#   training-paths: ["path/to/your_training_script.py"]\n'
+        )
+    smoke = list(found.steps_args)
     resume = list(smoke)
     if found.every_flag:  # checkpoints within the smoke steps too, and a third of resume's
         smoke += [found.every_flag, "1"]
         resume += [found.every_flag, "{checkpoint_every}"]
     if found.ckpt_flag and not found.ckpt_dir:
-        resume += [found.ckpt_flag, ckpt_dir]
+        resume += [found.ckpt_flag, "checkpoints"]
+    ckpt_dir = found.ckpt_dir or ("checkpoints" if found.ckpt_flag else None)
     smoke_args, resume_args = (f"[{', '.join(_q(a) for a in args)}]" for args in (smoke, resume))
     preset = (
         f"  preset: {found.preset}  # detected {found.framework}: the preset adds its flags\n"
@@ -141,17 +171,40 @@ def starter_config(found: Detected) -> str:
         else f"  # preset: none needed for {found.framework} (`rentcheck smoke --list-presets`)\n"
     )
     steps_note = (
-        f"  # {found.steps_flag} {{steps}} limits the run; without such a flag the step counter\n"
-        "  # (rentcheck's shim, loaded into the run) stops it after `steps` steps\n"
-        if found.steps_flag
+        f"  # {' '.join(found.steps_args)}: {found.steps_why}; whatever the flag does,\n"
+        "  # rentcheck's step counter (its shim, loaded into the run) stops it after `steps`\n"
+        if found.steps_args
         else "  # no steps flag was found: the step counter (rentcheck's shim, loaded into the\n"
         "  # run) stops it after `steps` optimizer steps; add your flag here if you have one\n"
     )
-    where = found.entrypoint or "(none found: write your training command below)"
+    if ckpt_dir:
+        why = f" ({found.ckpt_why})" if found.ckpt_why else ""
+        ckpt_line = (
+            f"  # Where the run writes checkpoints, relative to where it starts{why}.\n"
+            f"  checkpoint-dir: {_q(ckpt_dir)}\n"
+        )
+    else:
+        ckpt_line = (
+            "  # Where the run writes checkpoints: not found in the code; rentcheck sees every\n"
+            "  # torch.save / safetensors save the run makes. Set it if that guess is wrong.\n"
+            '  # checkpoint-dir: "checkpoints"\n'
+        )
+    if found.links:
+        shown = ", ".join(_q(path) for path, _ in found.links)
+        why = "; ".join(f"{path}: {reason}" for path, reason in found.links)
+        link_line = (
+            "  # Untracked paths the scratch copy links to instead of copying\n"
+            f"  # ({why}).\n  link: [{shown}]\n"
+        )
+    else:
+        link_line = (
+            "  # Untracked paths (data dirs) the scratch copy links to instead of copying:\n"
+            '  # link: ["data"]\n'
+        )
+    found_lines = _found_lines(found)
     return f"""\
 # rentcheck settings, written by `rentcheck init` for this project.
-# Found: entrypoint {where}; framework: {found.framework}.
-# Every key is explained; `rentcheck config` shows the effective values, defaults included.
+{found_lines}# Every key is explained; `rentcheck config` shows the effective values and defaults.
 # Rules: `rentcheck rules`, one rule: `rentcheck rule CODE` (pages in docs/rules/).
 
 # --- lint (`rentcheck check`): shell, Python and config hygiene -------------------------
@@ -162,16 +215,12 @@ ignore: []
 # The lowest severity that fails a gate (exit 1): note | warning | error.
 fail-level: warning
 
-python:
-  # Where the Python rules look for training code (globs; default: every .py file).
-  training-paths: [{_q(entry)}]
-
+{paths_line}
 # --- smoke (`rentcheck smoke`): the real entrypoint, a few optimizer steps on CPU --------
 smoke:
   # The command as you type it; it runs in a scratch copy of this project, with the
   # project's interpreter for `python` (its `python` key, else the active virtualenv).
-  command: {_q(command)}
-  # Appended to the command for the smoke run; {{steps}} becomes `steps`.
+{command_line}  # Appended to the command for the smoke run; {{steps}} becomes `steps`.
 {steps_note}  args: {smoke_args}
   # How many optimizer steps the run must reach on CPU.
   steps: 2
@@ -179,17 +228,14 @@ smoke:
   timeout: 300
   # Trackers and hub downloads off (WANDB_MODE=offline, HF_HUB_OFFLINE=1, ...).
   offline: true
-{preset}
+{link_line}{preset}
 # --- resume (`rentcheck resume`): killed at step k, the identical command continues -------
 resume:
   # Inherits smoke's command, preset, timeout and offline; its own args and steps:
   args: {resume_args}
   # Steps of the uninterrupted reference run; the kills land between its checkpoints.
   steps: 12
-  # Where the run writes checkpoints, relative to where it starts (optional: rentcheck also
-  # sees every torch.save / safetensors save the run makes).
-  checkpoint-dir: {_q(ckpt_dir)}
-  # exact: every loss and the final weights equal the uninterrupted run's (deterministic
+{ckpt_line}  # exact: every loss and the final weights equal the uninterrupted run's (deterministic
   # loops); continues: it resumes from the newest checkpoint + 1 (shuffled, mid-epoch).
   mode: {"continues" if found.preset else "exact"}
 
@@ -220,6 +266,12 @@ def add_parsers(
     p.add_argument("directory", nargs="?", default=".", help="the project (default: .)")
     p.add_argument("--force", action="store_true", help="replace an existing rentcheck.yaml")
     p.add_argument("--stdout", action="store_true", help="print the config instead of writing")
+    p.add_argument(
+        "--entrypoint",
+        metavar="PATH",
+        help="the training script to use (relative to DIRECTORY) when the first-ranked "
+        "candidate is not the one you run",
+    )
     p.set_defaults(handler=run_init)
 
 
@@ -229,7 +281,7 @@ def run_init(args: argparse.Namespace) -> int:
     root = os.path.abspath(args.directory)
     if not os.path.isdir(root):
         raise UsageError(f"{args.directory} is not a directory", hint="rentcheck init [DIR]")
-    found = detect(root)
+    found = detect(root, args.entrypoint)
     text = starter_config(found)
     if args.stdout:
         sys.stdout.write(text)
@@ -247,9 +299,11 @@ def run_init(args: argparse.Namespace) -> int:
             hint="rentcheck init --stdout shows the starter to merge by hand",
         )
     write_atomic(target, text.encode("utf-8"))
+    others = [c.path for c in found.candidates[1:4]]
+    also = f"; also found: {', '.join(others)} (--entrypoint PATH picks one)" if others else ""
     sys.stderr.write(
         f"rentcheck: wrote {target} (entrypoint: {found.entrypoint or 'none found'}; "
-        f"framework: {found.framework})\nnext: rentcheck check && rentcheck smoke\n"
+        f"framework: {found.framework}{also})\nnext: rentcheck check && rentcheck smoke\n"
     )
     return 0
 

@@ -61,7 +61,12 @@ _NEEDS_NETWORK = re.compile(
     r"couldn't connect to 'https?://|Cannot find the requested files in the (?:local )?cache|"
     r"outgoing traffic has been disabled|Temporary failure in name resolution|"
     r"Name or service not known|Max retries exceeded with url|ConnectionError|"
-    r"Network is unreachable|getaddrinfo failed|urlopen error"
+    r"Network is unreachable|getaddrinfo failed|urlopen error|"
+    # Hub downloads under HF_HUB_OFFLINE / HF_DATASETS_OFFLINE: often a FileNotFoundError or
+    # an OSError that names the Hub, not a missing path of the project.
+    r"on the Hugging Face Hub|not a local folder and is not a valid model identifier|"
+    r"Couldn't reach '|We couldn't connect to|offline mode is enabled|"
+    r"An error happened while trying to locate the file on the Hub"
 )
 _SHAPE_DTYPE = re.compile(
     r"shapes cannot be multiplied|size mismatch|The size of tensor a|must match the size|"
@@ -158,10 +163,23 @@ def classify_failure(
     if shim.failed_saves:
         return Failure("checkpoint-save", str(shim.failed_saves[0].get("error")))
     if returncode == 0:
-        if shim.active and observed_steps == 0:
-            return Failure("no-steps", "exit 0 without a torch.optim step")
+        if observed_steps == 0:
+            return Failure("no-steps", "exit 0 without an optimizer step", _unseen(shim))
         return None
     return _crash_class(returncode, clean, observed_steps)
+
+
+def _unseen(shim: ShimSummary) -> str:
+    """Why no step was seen: the evidence a passing smoke needs and did not get."""
+    if shim.active:
+        return (
+            "the step shim saw no torch.optim step and no parameter changed between two "
+            "backward passes, and no log line matched `step-regex`"
+        )
+    return (
+        f"the step shim was {shim.status} and no log line matched `step-regex`: smoke needs the "
+        "shim or one log line per step to see that the run trained"
+    )
 
 
 def _crash_class(returncode: int | None, clean: Sequence[str], observed_steps: int) -> Failure:

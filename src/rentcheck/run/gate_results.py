@@ -37,6 +37,6 @@ def resume_result(outcome: ResumeOutcome) -> GateResult:
         "resume",
         list(outcome.findings),
         extras={"resume": extras},
-        seen={"scenarios": len(outcome.judgement.scenarios)},
+        seen={"scenarios": outcome.scenarios_judged},
         say=outcome.verdict_lines,
     )

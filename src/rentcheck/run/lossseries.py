@@ -125,6 +125,9 @@ class LossComparer:
             and self.settings.mode == "continues"
             and not run.interrupted
             and run.result.returncode == 0
+            # Stopped by the shim at `steps` minus its expected start: no evidence of where it
+            # started (a relaunch that ignored its checkpoint stops early, not at the end).
+            and run.shim.stopped_after is None
         )
 
     def _locate(self, values: list[str], expected: int) -> int:

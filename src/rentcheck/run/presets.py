@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["PRESETS", "Preset"]
+__all__ = ["PRESETS", "Preset", "builds_its_own_training_args", "training_args_limits"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,29 @@ class Preset:
     note: str = ""
     # Lightning and HF resume mid-epoch with another batch order by design: not bit-equal.
     resume_mode: str = "exact"
+    # The limits go in through the step shim (TrainingArguments fields set in the process),
+    # not as flags: for scripts that build TrainingArguments from their own argparse.
+    in_process: bool = False
+
+
+def training_args_limits(section: str, steps: int) -> dict[str, object]:
+    """The TrainingArguments fields the shim sets in the run (what the hf-trainer preset's
+    flags would say), for a script whose own argparse would reject those flags."""
+    every = 1 if section == "smoke" else max(1, steps // 3)
+    return {
+        "max_steps": steps,
+        "logging_steps": 1,
+        "logging_nan_inf_filter": False,
+        "save_strategy": "steps",
+        "save_steps": every,
+        "dataloader_num_workers": 0,
+    }
+
+
+def builds_its_own_training_args(text: str) -> bool:
+    """A transformers script that makes TrainingArguments from its own flags (argparse, a
+    config file), not from the command line through HfArgumentParser."""
+    return "TrainingArguments(" in text and "HfArgumentParser(" not in text
 
 
 # The Trainer flags smoke and resume share: a loss line per step, checkpoints by step (NaN/Inf
@@ -63,6 +86,9 @@ PRESETS: dict[str, Preset] = {
                 "--trainer.accelerator=cpu",
                 "--trainer.devices=1",
                 "--trainer.logger=false",
+                # Without a logger SaveConfigCallback writes config.yaml into default_root_dir
+                # (the cwd) and aborts when the project has one there: a dir of its own.
+                "--trainer.default_root_dir=rentcheck-smoke",
             ),
             resume_args=(
                 "--seed_everything=42",
@@ -140,12 +166,15 @@ PRESETS: dict[str, Preset] = {
         ),
         Preset(
             "hf-trainer-argparse",
-            "transformers Trainer scripts with their own argparse flags: no flags added",
+            "transformers Trainer scripts with their own argparse flags: no flags added, the "
+            "step shim sets max_steps, save_steps and logging in TrainingArguments",
             smoke_args=(),
             resume_args=(),
-            note="map {steps} and {checkpoint_every} onto the script's own flags in `args`; "
-            "CPU and no reporters come from the env block, the shim stops the smoke",
+            note="the command stays as typed; the shim sets TrainingArguments' max_steps, "
+            "save_strategy/save_steps and logging_steps in the process (`hf-trainer` on such a "
+            "script switches to this preset)",
             resume_mode="continues",
+            in_process=True,
         ),
         Preset(
             "torchtitan",

@@ -177,11 +177,15 @@ def _run_one(
     initial: dict[str, int],
     server: ForkServer | None = None,
     learned: Learned | None = None,
+    stop_after: int | None = None,
 ) -> RunRecord:
     """One launch in ``scratch``; ``initial`` is its tree before the first launch there.
 
-    ``server``: fork the run from it; ``learned``: the reference reports its imports there."""
+    ``server``: fork the run from it; ``learned``: the reference reports its imports there;
+    ``stop_after``: the shim ends the run after this many of its own optimizer steps (default
+    ``steps``), whether or not the command has a steps flag."""
     shim_settings = dict(_SHIM_BASE)
+    shim_settings["RENTCHECK_SHIM_STOP_AFTER"] = str(stop_after or settings.steps)
     if plan is not None:
         shim_settings["RENTCHECK_SHIM_PAUSE"] = plan.kind
     if learned is not None:
@@ -209,7 +213,7 @@ def _run_one(
         if learned is not None:
             learned.finish()
     shim = shimreport.summarize(result.events, injected=launch.shim)
-    progress(f"resume: {label}: {_ending(result, shim)} after {result.duration:.1f} s")
+    progress(f"resume: {label}: {_ending(result, shim)} after {result.duration:.1f} s", always=True)
     if configured:
         ckpt_dir = watched
     else:
@@ -244,15 +248,16 @@ class _Reporter:
         return self.inner(events, lines) if self.inner else None
 
 
-def progress(text: str) -> None:
-    """One line per launch as it starts and ends, on a terminal only (stdout is the report)."""
-    if sys.stderr.isatty():
+def progress(text: str, *, always: bool = False) -> None:
+    """Progress on stderr (stdout is the report): every launch on a terminal; off a terminal
+    only the ``always`` lines (one per run as it ends), so a CI log shows the gate is alive."""
+    if always or sys.stderr.isatty():
         sys.stderr.write(text + "\n")
         sys.stderr.flush()
 
 
 def _ending(result: ProcessResult, shim: shimreport.ShimSummary) -> str:
-    steps = f"{shim.steps} optimizer steps" if shim.active else "its log"
+    steps = f"step {shim.steps} of this process" if shim.active else "its log"
     if result.sent_signal is not None:
         return f"{signal.Signals(result.sent_signal).name} sent after {steps}, relaunching..."
     if result.timed_out:
@@ -333,18 +338,24 @@ def _run_chain(
                 # again, it is preparing data: go on and preload before a later run.
                 server.preload_learned(learned, max(LEARN_WAIT_S, 2 * server.warmup_s))
 
+        done = 0  # global steps behind the next launch, if it resumes where it should
+
         def run(label: str, plan: Interrupt | None) -> RunRecord:
             if server is not None and learned is not None:
                 server.preload_learned(learned, 0)
+            # A relaunch that resumes at `done + 1` stops where the reference stops.
+            stop = max(1, settings.steps - done)
             return _run_one(
-                settings, scratch, state_dir, label, plan, initial=initial, server=server
-            )
+                settings, scratch, state_dir, label, plan, initial=initial, server=server,
+                stop_after=stop,
+            )  # fmt: skip
 
         for index, plan in enumerate(plans):
             record = run(f"{name}{index + 1}", plan)
             chain.runs.append(record)
             if not record.interrupted:
                 return chain  # it ended on its own: nothing to relaunch
+            done += max((step for step, _ in record.shim.checkpoint_writes()), default=0)
         chain.runs.append(run(f"{name}{len(plans) + 1}", None))
     except BaseException:  # e.g. the command cannot start: no verdict, no directory to keep
         remove_scratch(scratch)

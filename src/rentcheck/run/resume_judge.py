@@ -102,6 +102,19 @@ def _judge_chain(ctx: _Context, chain: Chain) -> None:
             )
             add(_finding(rules.NOT_DETERMINISTIC, text, title, step=fresh.first_mismatch))
     if not first.interrupted:
+        last = _last_step(ctx)
+        written = [step for step, _ in first.shim.checkpoint_writes()]
+        if plan.kind == "step" and written and first.result.returncode == 0:
+            # The kill is planned half an interval after the first checkpoint, before `steps`;
+            # a run whose own last step comes earlier ends first.
+            text = (
+                f"the run ended on its own after step {first.shim.steps} (last step "
+                f"{last}) before the planned kill half an interval after its first checkpoint "
+                f"(step {min(written)}); the scenario did not run"
+            )
+            add(_finding(rules.KILL_AFTER_END, text, title, first_checkpoint=min(written)))
+            out.scenarios.append({"scenario": title, "ran": False, "why": "kill-after-end"})
+            return
         if plan.kind == "save":
             why = "the shim is not active" if not first.shim.active else "no later torch.save"
             text = f"no checkpoint write was caught to kill ({why}); the scenario did not run"
@@ -173,6 +186,19 @@ def _judge_link(
     durable, cut_under_final_name = _durable(killed, patterns, offset)
     killed_series = compare.series(killed)
     at_step = killed_series.steps[-1] if killed_series.steps else offset + killed.shim.steps
+    last = _last_step(ctx)
+    if last is not None and (durable >= last or at_step > last):
+        # The run was complete: a correct relaunch takes no step, which is no restart.
+        text = (
+            f"the kill landed after step {at_step} with the checkpoint of step {durable} on "
+            f"disk, and the run's last step is {last}: nothing was left to resume; the scenario "
+            "did not run"
+        )
+        add(_finding(rules.KILL_AFTER_END, text, title, durable=durable, last=last))
+        out.scenarios.append(
+            {"scenario": title, "ran": False, "why": "kill-after-end", "killed_after_step": at_step}
+        )
+        return None
     scenario: dict[str, Any] = {
         "scenario": title,
         "ran": True,
@@ -232,6 +258,12 @@ def _judge_link(
         )
         add(_finding(rule, text, title, step=result.first_mismatch, expected=expected, got=got))
     return result.first_step
+
+
+def _last_step(ctx: _Context) -> int | None:
+    """The uninterrupted run's last step: from its step records, else the shim's count."""
+    last = ctx.compare.final_step if ctx.compare.source else None
+    return last or ctx.reference.shim.steps or None
 
 
 def _judge_final(ctx: _Context, chain: Chain, final: RunRecord) -> None:

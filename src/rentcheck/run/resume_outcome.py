@@ -38,18 +38,27 @@ class ResumeOutcome:
             else 0.0
         )
 
+    @property
+    def scenarios_judged(self) -> int:
+        """Kill scenarios that ran and were judged (not skipped or reported as not run)."""
+        return sum(1 for s in self.judgement.scenarios if s.get("ran"))
+
     def verdict_lines(self, passed: bool | None = None) -> list[str]:
         """The resume block, worded from ``passed`` (the gate's verdict; this outcome's own
         findings when None, for a test that runs the engine directly)."""
         passed = self.passed if passed is None else passed
         ref = self.reference
+        judged, planned = self.scenarios_judged, len(self.judgement.scenarios)
+        ratio = f" ({self.ratio:.1f}x one uninterrupted run)" if judged else ""
+        source = {"log": "its log", "shim": "the step shim"}.get(self.judgement.source or "")
+        losses = f"step losses from {source}" if source else "no step losses"
         lines = [
-            f"resume: {'PASSED' if passed else 'FAILED'}: {len(self.judgement.scenarios)} "
-            f"kill scenario(s) in {self.duration:.1f} s ({self.ratio:.1f}x one uninterrupted run)",
+            f"resume: {'PASSED' if passed else 'FAILED'}: {judged} of {planned} kill "
+            f"scenario(s) judged in {self.duration:.1f} s{ratio}",
             f"  command: {' '.join(self.settings.argv)}",
             f"  python: {self.settings.interpreter.path} ({self.settings.interpreter.source})",
-            f"  reference: exit {ref.result.returncode} in {ref.result.duration:.1f} s; "
-            f"losses from the {self.judgement.source or 'nowhere'}; shim {ref.shim.status}",
+            f"  reference: {_ref_ending(ref)} in {ref.result.duration:.1f} s; {losses}; "
+            f"shim {ref.shim.status}",
         ]
         lines += [f"  {_describe(s)}" for s in self.judgement.scenarios]
         runs = [r for c in self.chains for r in c.runs]
@@ -77,6 +86,7 @@ class ResumeOutcome:
             "loss_source": self.judgement.source,
             "shim": ref.shim.to_dict(),
             "scenarios": self.judgement.scenarios,
+            "scenarios_judged": self.scenarios_judged,
             "runs": [_run_dict(r) for r in [ref, *(r for c in self.chains for r in c.runs)]],
             "reproduce": reproduce_line(ref.result.launch),
             "workdirs_kept": self.workdirs,
@@ -99,9 +109,21 @@ def _run_dict(run: RunRecord) -> dict[str, Any]:
     }
 
 
+def _ref_ending(ref: RunRecord) -> str:
+    if ref.result.returncode == 0 and ref.shim.stopped_after is not None:
+        return f"stopped by rentcheck after step {ref.shim.stopped_after}"
+    return (
+        f"exit {ref.result.returncode} after step {ref.shim.steps}"
+        if ref.shim.active
+        else (f"exit {ref.result.returncode}")
+    )
+
+
 def _describe(s: dict[str, Any]) -> str:
     if not s.get("ran"):
-        return f"{s['scenario']}: not exercised"
+        if s.get("why") == "kill-after-end":
+            return f"{s['scenario']}: not run (the kill would land after the run's last step)"
+        return f"{s['scenario']}: not run"
     text = f"{s['scenario']}: killed after step {s.get('killed_after_step')}"
     if s.get("cut_file"):
         text += f" while writing {os.path.basename(str(s['cut_file']))}"

@@ -214,16 +214,19 @@ SMOKE_CLASSES: dict[str, Rule] = {
     "no-steps": Rule(
         code="RC613",
         name="smoke-no-optimizer-step",
-        summary="The run exited 0 without any optimizer step",
+        summary="The run exited 0 without an optimizer step rentcheck could see",
         why=(
             "A run that ends cleanly without training (an empty dataset, max_steps=0, a wrong "
-            "subcommand) passes every exit-code check and trains nothing."
+            "subcommand) passes every exit-code check and trains nothing; a run whose steps "
+            "nobody counted had no NaN check either."
         ),
         example_bad="python train.py --steps 0",
         example_good="python train.py --steps 2",
         fix=(
-            "Check that the smoke args make the run take steps; non-torch.optim optimizers are "
-            "not counted (set `shim = off` for them)."
+            "Check that the smoke args make the run take steps. The step shim counts any "
+            "torch.optim step and parameters updated in place between two backward passes; "
+            "with `shim: off` (or a launcher that drops it), print one line per step and set "
+            "`step-regex` to match it."
         ),
         family="smoke",
         default_severity=_E,
@@ -478,6 +481,26 @@ NO_STEP_RECORDS = Rule(
     fix_applicability=_NONE,
 )
 
+KILL_AFTER_END = Rule(
+    code="RC634",
+    name="resume-kill-after-last-step",
+    summary="A kill would have landed at or after the run's last step",
+    why=(
+        "Killing a run that has already taken its last step and relaunching it tests nothing: "
+        "a correct relaunch finds the run complete and takes no step, which looks like a "
+        "restart from step 1. The scenario is reported as not run instead of being judged."
+    ),
+    example_bad="steps: 12 with a checkpoint every 12 steps (the first one is the last step)",
+    example_good="steps: 12 with `{checkpoint_every}` (every 4 steps) in the resume args",
+    fix=(
+        "Give the resume run more `steps`, or make it save earlier (`{checkpoint_every}` in the "
+        "resume args), so that a step lies between the first checkpoint and the end."
+    ),
+    family="resume",
+    default_severity=_N,
+    fix_applicability=_NONE,
+)
+
 RESUME_RULES: tuple[Rule, ...] = (
     STEP_RESET,
     WRONG_START,
@@ -493,6 +516,7 @@ RESUME_RULES: tuple[Rule, ...] = (
     SAVE_KILL_SKIPPED,
     REFERENCE_FAILED,
     NO_STEP_RECORDS,
+    KILL_AFTER_END,
 )
 
 RUN_RULES: tuple[Rule, ...] = (*SMOKE_RULES, *RESUME_RULES)

@@ -182,7 +182,7 @@ def launch_in(
         env={**cpu_env_block(settings.offline, scratch.cwd), **settings.env_in(scratch.root)},
         timeout=settings.timeout,
         shim=settings.shim != "off",
-        shim_settings=shim_settings,
+        shim_settings={**settings.shim_limits, **shim_settings},
         state_dir=state_dir,
         name=name,
         path_prefix=settings.interpreter.bin_dir or "",

@@ -20,13 +20,13 @@ import re
 import shlex
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rentcheck.config import Config, check_section_keys, section_error
 from rentcheck.run.interpreter import BARE_NAMES, Interpreter, find_interpreter
 from rentcheck.run.logparse import DEFAULT_DIGEST_PATTERNS, DEFAULT_STEP_PATTERNS, compile_patterns
-from rentcheck.run.presets import PRESETS
+from rentcheck.run.presets import PRESETS, builds_its_own_training_args, training_args_limits
 from rentcheck.run.rules import SMOKE_CLASSES
 
 __all__ = [
@@ -65,6 +65,8 @@ class RunSettings:
     interpreter: Interpreter
     links: tuple[str, ...]  # relative to root: linked into the copy, not copied
     cwd: str  # where the user ran rentcheck; the run starts at the same relative place
+    # RENTCHECK_SHIM_* settings every run of these settings gets (a preset's in-process limits)
+    shim_limits: Mapping[str, str] = field(default_factory=dict)
 
     def argv_in(self, root: str) -> tuple[str, ...]:
         """The command line of a run whose project root (scratch copy) is ``root``."""
@@ -199,6 +201,17 @@ def _common(reader: _Reader, section: str, default_steps: int) -> dict[str, Any]
             text = text.replace(placeholder, value)
         return text
 
+    if preset is not None and preset.name == "hf-trainer":
+        script = _script_text(command, root)
+        if script is not None and builds_its_own_training_args(script):
+            # Its argparse would reject TrainingArguments flags: the limits go in-process.
+            preset = PRESETS["hf-trainer-argparse"]
+    shim_limits: dict[str, str] = {}
+    if preset is not None and preset.in_process:
+        import json
+
+        limits = training_args_limits(section, steps)
+        shim_limits["RENTCHECK_SHIM_TRAINING_ARGS"] = json.dumps(limits, sort_keys=True)
     preset_args = (
         (preset.smoke_args if section == "smoke" else preset.resume_args) if preset else ()
     )
@@ -218,7 +231,23 @@ def _common(reader: _Reader, section: str, default_steps: int) -> dict[str, Any]
         "interpreter": interpreter,
         "links": _links(reader, root),
         "cwd": os.getcwd(),
+        "shim_limits": shim_limits,
     }
+
+
+def _script_text(command: Sequence[str], root: str) -> str | None:
+    """The source of the command's ``*.py`` script (from here, else from the root)."""
+    script = next((a for a in command[1:] if a.endswith(".py")), None)
+    if script is None:
+        return None
+    for base in (os.getcwd(), root):
+        path = os.path.join(base, script.replace("{root}", root))
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                return handle.read(512 * 1024)
+        except OSError:
+            continue
+    return None
 
 
 def _links(reader: _Reader, root: str) -> tuple[str, ...]:

@@ -16,7 +16,8 @@ UNAVAILABLE = "unavailable"
 OFF = "off"
 
 _REASONS = {
-    ACTIVE: "counted optimizer steps through torch's global step hooks",
+    ACTIVE: "counted optimizer steps: torch.optim step hooks, and parameters changed between "
+    "two backward passes",
     NO_TORCH: "loaded, but no process that loaded it imported torch (a `python -I`/`-S`/`-E` "
     "child, or a program without torch.optim)",
     UNAVAILABLE: "no process loaded it (`python -I`/`-S`/`-E`, a launcher that replaces "

@@ -8,6 +8,7 @@ env block and (shim
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -88,8 +89,10 @@ class SmokeOutcome:
         passed = self.passed if passed is None else passed
         head = "PASSED" if passed else "FAILED"
         steps = f"{self.observed_steps} optimizer step{'s' if self.observed_steps != 1 else ''}"
+        ended = self.ended_by
+        after = "" if "optimizer steps" in ended else f" after {steps}"
         lines = [
-            f"smoke: {head}: the run {self.ended_by} after {steps} in {self.result.duration:.1f} s",
+            f"smoke: {head}: the run {ended}{after} in {self.result.duration:.1f} s",
             f"  command: {' '.join(self.settings.argv)}",
             f"  python: {self.settings.interpreter.path} ({self.settings.interpreter.source})",
             f"  shim: {self.shim.status} ({self.shim.reason})",
@@ -139,6 +142,45 @@ def _location(tb: Traceback | None, roots: Sequence[str]) -> tuple[str | None, i
     return None, None
 
 
+_QUOTED_PATH = re.compile(r"""['"]([^'"\s]+)['"]""")
+
+
+def _link_hint(failure: Failure, settings: SmokeSettings, roots: Sequence[str]) -> str:
+    """A path the run missed that the project has, but the scratch copy lacks (git ignores
+    it): the fix is `link`, not a download."""
+    if failure.kind not in ("config", "data", "needs-network", "crash"):
+        return ""
+    for text in _QUOTED_PATH.findall(failure.evidence):
+        rel = text
+        for root in roots:
+            if os.path.isabs(text) and text.startswith(root.rstrip(os.sep) + os.sep):
+                rel = os.path.relpath(text, root)
+        top = os.path.normpath(rel).split(os.sep)[0]
+        if top in ("", os.curdir, os.pardir) or os.path.isabs(rel) or top in settings.links:
+            continue
+        if os.path.exists(os.path.join(settings.root, top)) and _ignored(settings.root, top):
+            return (
+                f"; {top!r} is in the project but not in the scratch copy (git ignores it): "
+                f'add `link: ["{top}"]` to the smoke section'
+            )
+    return ""
+
+
+def _ignored(root: str, path: str) -> bool:
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            ["git", "-C", root, "check-ignore", "-q", path],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
 def _findings(outcome: SmokeOutcome) -> list[Finding]:
     settings, failure = outcome.settings, outcome.failure
     details = {
@@ -156,6 +198,7 @@ def _findings(outcome: SmokeOutcome) -> list[Finding]:
         path, line = _location(last_traceback(outcome.result.lines), roots)
         detail = f" ({failure.detail})" if failure.detail else ""
         message = f"{LABELS[failure.kind]}: {failure.evidence}{detail}"
+        message += _link_hint(failure, settings, roots)
         if waived:
             message += f" [allowed: {failure.kind}]"
         severity = Severity.NOTE if waived else rule.default_severity

@@ -168,11 +168,14 @@ def load(source: SourceFile) -> Iterator[Finding]:
     if module is None:
         return
     full_state: str | bool | None = False  # read on the first load without weights_only
+    allowed = _safe_globals_lines(module)
     for call in walk_calls(module):
         if call_name(call) not in ("torch.load", "load") or (
             call_name(call) == "load" and "from torch import" not in source.text
         ):
             continue
+        if call.lineno in allowed:
+            continue  # inside `with torch.serialization.safe_globals([...])`: weights_only on
         if keyword(call, "weights_only") is not None or any(k.arg is None for k in call.keywords):
             continue  # said explicitly (or passed on in **kwargs): the caller chose
         if full_state is False:
@@ -190,6 +193,20 @@ def load(source: SourceFile) -> Iterator[Finding]:
                 "tensors; pass weights_only=True (or =False for your own full-state file)"
             )
         yield finding_at(LOAD_RULE, source, call, message)
+
+
+def _safe_globals_lines(module: ast.Module) -> set[int]:
+    """Lines inside ``with torch.serialization.safe_globals([...]):`` blocks: there the load
+    relies on weights_only=True (the default) and names the classes it lets through."""
+    lines: set[int] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.With | ast.AsyncWith) and any(
+            isinstance(item.context_expr, ast.Call)
+            and call_name(item.context_expr).endswith("safe_globals")
+            for item in node.items
+        ):
+            lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return lines
 
 
 def _trains(scope: ast.AST) -> bool:

@@ -50,6 +50,9 @@ class _ShimState:
         self.torch_version: str | None = None  # torch imported and wrapped, in this process
         # (modules imported before it, key, value or None): the program's own env changes
         self.env_changes: list[tuple[int, str, str | None]] = []
+        self.optim_seen = False  # a torch.optim step hook fired: no need to watch parameters
+        self.watched: list[Any] = []  # the leaves of the first backward's graph (parameters)
+        self.snapshot: list[Any] | None = None  # (version, sample) per watched leaf
 
 
 _State = _ShimState()
@@ -114,38 +117,71 @@ def _report_chain_error() -> None:
 
 
 class _ImportHook:
-    """Waits for ``import torch`` (and ``safetensors.torch``) and wraps them once loaded."""
+    """Waits for ``import torch`` (and ``safetensors.torch``) and wraps them once loaded.
+
+    A probe (``importlib.util.find_spec("torch")``, as datasets and transformers do before
+    importing) consumes nothing: the wrap happens when a loader executes the module, and
+    every new spec is wrapped until one does. A module some other finder loaded is wrapped at
+    the next import this finder sees after it finished initializing. The finder stays on
+    ``sys.meta_path`` (removing it while importlib iterates that list would skip a finder)."""
 
     def __init__(self) -> None:
         self.pending = {"torch": _install, "safetensors.torch": _wrap_safetensors}
+        if _setting("TRAINING_ARGS"):
+            self.pending["transformers.training_args"] = _limit_training_args
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        install = self.pending.pop(fullname, None)
+        if self.pending:
+            self.install_loaded()
+        install = self.pending.get(fullname)
         if install is None:
             return None
-        import importlib.util
-
-        if self in sys.meta_path:  # the real finders answer; this one must not recurse
-            sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            if self.pending:
-                sys.meta_path.insert(0, self)
+        spec = None
+        for finder in list(sys.meta_path):  # the real finders answer; this one must not recurse
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
         loader = getattr(spec, "loader", None)
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
         original = loader.exec_module
+        hook = self
 
         def exec_module(module: Any) -> None:
             original(module)
-            try:
-                install(module)
-            except Exception as exc:  # noqa: BLE001 - a shim bug must not break training
-                _emit("shim-error", error=f"{type(exc).__name__}: {exc}")
+            if hook.pending.pop(fullname, None) is None:
+                return  # wrapped already (another spec of the same module)
+            if type(module).__name__ == "_LazyModule":
+                # importlib.util.LazyLoader loads on first attribute access and makes the
+                # module plain after this returns; plain now, so wrapping it reads real names.
+                import types
 
+                module.__class__ = types.ModuleType
+            _safely(install, module)
+
+        exec_module._rc = 1  # type: ignore[attr-defined]
         loader.exec_module = exec_module
         return spec
+
+    def install_loaded(self) -> None:
+        for name in list(self.pending):
+            module = sys.modules.get(name)
+            spec = getattr(module, "__spec__", None)
+            if module is None or getattr(spec, "_initializing", False):
+                continue
+            if getattr(getattr(getattr(spec, "loader", None), "exec_module", None), "_rc", 0):
+                continue  # loaded through this finder's wrap: it installs when the code ran
+            _safely(self.pending.pop(name), module)
+
+
+def _safely(install: Any, module: Any) -> None:
+    try:
+        install(module)
+    except Exception as exc:  # noqa: BLE001 - a shim bug must not break training
+        _emit("shim-error", error=f"{type(exc).__name__}: {exc}")
 
 
 def _install(torch: Any) -> None:
@@ -158,8 +194,7 @@ def _install(torch: Any) -> None:
     register_optimizer_step_post_hook(_after_step)
     _wrap_save(torch)
     _wrap_renames()
-    if _setting("LOSSES") == "1":
-        _wrap_backward(torch)
+    _wrap_backward(torch)
     if _setting("DIGEST") == "1" or _setting("REPORT"):
         import atexit
 
@@ -169,6 +204,13 @@ def _install(torch: Any) -> None:
 
 
 def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    _State.optim_seen = True
+    _State.snapshot = None
+    _stop_or_pause()
+
+
+def _stop_or_pause() -> None:
+    """Called as step N+1 begins: stop after N steps, or hold still for a kill."""
     stop_after = _setting("STOP_AFTER")
     if stop_after and _State.steps >= int(stop_after):
         # Stopping before step N+1, not after step N, lets the program log step N itself.
@@ -181,15 +223,19 @@ def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
 
 
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
-    _State.steps += 1
     params = [p for group in optimizer.param_groups for p in group["params"]]
-    index = _State.optimizers.setdefault(id(optimizer), len(_State.params))
+    _count_step(id(optimizer), params, "optimizer")
+
+
+def _count_step(key: int, params: list[Any], how: str) -> None:
+    _State.steps += 1
+    index = _State.optimizers.setdefault(key, len(_State.params))
     if index == len(_State.params):
         _State.params.append(params)
     else:
         _State.params[index] = params
     losses, _State.losses = _State.losses, []
-    _emit("step", n=_State.steps, loss=losses)
+    _emit("step", n=_State.steps, loss=losses, by=how)
     if _State.steps == 1 and _setting("MODULES") == "1":
         _emit_modules()
     if _setting("FINITE") == "1":
@@ -231,17 +277,101 @@ def _pause(reason: str, **fields: Any) -> None:
 
 
 def _wrap_backward(torch: Any) -> None:
+    """Records each backward's loss, and sees steps no torch.optim hook reports: parameters
+    changed in place between two backwards (``p.data.add_(p.grad, alpha=-lr)``, an optimizer
+    that is no ``torch.optim.Optimizer``). ``Tensor.backward`` calls this function too."""
     original = torch.autograd.backward
 
     def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            if isinstance(tensors, torch.Tensor) and tensors.numel() == 1:
-                _State.losses.append(float(tensors.detach()))
-        except Exception:  # noqa: BLE001, S110 - e.g. a meta tensor; the loss is only evidence
-            pass
-        return original(tensors, *args, **kwargs)
+        if not _State.optim_seen:
+            try:
+                _detect_manual_step(torch)
+            except Exception as exc:  # noqa: BLE001 - a shim bug must not break training
+                _emit("shim-error", error=f"manual step: {type(exc).__name__}: {exc}")
+        if _setting("LOSSES") == "1":
+            try:
+                if isinstance(tensors, torch.Tensor) and tensors.numel() == 1:
+                    _State.losses.append(float(tensors.detach()))
+            except Exception:  # noqa: BLE001, S110 - e.g. a meta tensor; only evidence
+                pass
+        result = original(tensors, *args, **kwargs)
+        if not _State.optim_seen:
+            try:
+                _watch_leaves(torch, tensors)
+            except Exception as exc:  # noqa: BLE001 - a shim bug must not break training
+                _emit("shim-error", error=f"watch: {type(exc).__name__}: {exc}")
+        return result
 
     torch.autograd.backward = backward
+
+
+_MAX_GRAPH_NODES = 200000
+_SAMPLES = 16  # values per parameter compared between backwards
+
+
+def _watch_leaves(torch: Any, tensors: Any) -> None:
+    """After a backward: remember the graph's leaves (once) and a cheap fingerprint of each."""
+    if not _State.watched:
+        roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors or ())
+        todo = [getattr(t, "grad_fn", None) for t in roots]
+        seen: set[int] = set()
+        leaves: list[Any] = []
+        while todo and len(seen) < _MAX_GRAPH_NODES:
+            node = todo.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            variable = getattr(node, "variable", None)  # AccumulateGrad: a leaf
+            if variable is not None:
+                leaves.append(variable)
+            todo.extend(fn for fn, _ in getattr(node, "next_functions", ()))
+        _State.watched = leaves
+    _State.snapshot = [_fingerprint(p) for p in _State.watched]
+
+
+def _fingerprint(param: Any) -> tuple[int, Any]:
+    try:
+        flat = param.detach().reshape(-1)
+        stride = max(1, flat.numel() // _SAMPLES)
+        # ``.data`` writes do not move ``_version``: a few values show them.
+        sample = flat[::stride].clone()
+    except Exception:  # noqa: BLE001 - a sparse or meta leaf: its version counter only
+        sample = None
+    return param._version, sample
+
+
+def _detect_manual_step(torch: Any) -> None:
+    """Before a backward: the watched parameters changed since the last one, so a step was
+    taken that no optimizer hook reported (counted as it ends, like a hooked step)."""
+    before, _State.snapshot = _State.snapshot, None
+    if not before:
+        return
+    for index, (version, sample) in enumerate(before):  # zip(strict=) is 3.10+
+        now_version, now_sample = _fingerprint(_State.watched[index])
+        moved = sample is not None and not torch.equal(now_sample, sample)
+        if now_version != version or moved:
+            _count_step(-1, list(_State.watched), "parameters")
+            _stop_or_pause()
+            return
+
+
+def _limit_training_args(module: Any) -> None:
+    """Sets transformers' TrainingArguments fields (max_steps, save_steps, ...) as each one is
+    made: the limits of a script whose own argparse builds them (no flags added)."""
+    import json
+
+    limits = json.loads(_setting("TRAINING_ARGS"))
+    cls = module.TrainingArguments
+    original = cls.__post_init__
+
+    def post_init(self: Any, *args: Any, **kwargs: Any) -> Any:
+        for key, value in limits.items():
+            if hasattr(self, key):  # a field this transformers version has
+                setattr(self, key, value)
+        _emit("training-args", fields=sorted(limits))
+        return original(self, *args, **kwargs)
+
+    cls.__post_init__ = post_init
 
 
 class _PausingWriter:
@@ -391,8 +521,16 @@ def _should_pause_in_save(step: int) -> bool:
     if _State.first_save_step is None:
         _State.first_save_step = step
         if _setting("PAUSE") == "step":
-            # Half an interval after the first checkpoint: between that one and the next.
-            _State.pause_at = step + max(1, step // 2)
+            # Half an interval after the first checkpoint: between that one and the next, and
+            # before the last step (``STOP_AFTER``), so the relaunch has steps left to take.
+            last = int(_setting("STOP_AFTER") or 0)
+            pause_at = step + max(1, step // 2)
+            if last:
+                pause_at = min(pause_at, last - 1)
+            if pause_at > step:
+                _State.pause_at = pause_at
+            else:
+                _emit("no-kill", reason="step", step=step, last=last)
         return False
     # The first write of the *next* checkpoint, so an older complete one exists to fall back to.
     return _setting("PAUSE") == "save" and step > _State.first_save_step and not _State.paused
@@ -411,6 +549,13 @@ def _recorded(call: Any, dest: str | None, step: int, kind: str) -> Any:
 
 
 def _at_exit() -> None:
+    if not _State.optim_seen and _State.snapshot:
+        try:  # the last hand-written update happened after the last backward
+            import torch
+
+            _detect_manual_step(torch)
+        except Exception:  # noqa: BLE001, S110 - evidence only
+            pass
     digest = None
     if _setting("DIGEST") == "1" and _State.params:
         try:
