@@ -46,7 +46,7 @@ GATES: tuple[Gate, ...] = (
                 "optimizer_steps",
                 "optimizer steps",
                 "the run took no optimizer step that the step shim or the log showed; keep "
-                "`smoke.shim` on (auto), or set `smoke.step-patterns` to a regex matching the "
+                "`smoke.shim` on (auto), or set `smoke.step-regex` to a regex matching the "
                 "step lines the entrypoint prints",
             ),
         ),
