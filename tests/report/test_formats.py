@@ -77,8 +77,8 @@ def test_github_annotations_escape_data_and_properties() -> None:
     first = render(report, "github").splitlines()[0]
     assert first == (
         "::error file=dir%2Cx/a%3Ab.sh,line=3,col=2,title=RC101 crlf-line-endings"
-        "::bad: 100%25, really%0Ayes"
-    )
+        "::bad: 100%25, really\\nyes"
+    )  # one line: a line break in a message is shown, not turned into %0A (issue 30)
 
 
 def test_severity_maps_to_annotation_level(cli, repo: Path) -> None:

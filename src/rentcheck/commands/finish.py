@@ -83,8 +83,9 @@ def show(
     text = render(report, config.output_format, color=color)
     from rentcheck.sanitise import sanitise
 
-    # Headlines quote runs and boxes (log lines, paths): escaped, line breaks kept.
-    headline = "".join(sanitise(line, keep_newlines=True) + "\n" for line in result.headline)
+    # Headlines quote runs and boxes (log lines, paths): each element is one line of ours, so a
+    # line break inside one came from the box and is shown escaped, never obeyed.
+    headline = "".join(sanitise(line) + "\n" for line in result.headline)
     if headline and config.output_format in ("text", "concise"):
         text = headline + "\n" + text
     elif headline:

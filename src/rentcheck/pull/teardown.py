@@ -358,9 +358,10 @@ def check_teardown(
     )
 
 
-def describe(result: TeardownResult, *, order_met: bool = True) -> str:
-    """The meter-stop block printed above the findings (text output); ``order_met`` is
-    whether the gates teardown requires (verify of this manifest) are in the ledger."""
+def describe(result: TeardownResult, *, order_met: bool = True) -> tuple[str, ...]:
+    """The meter-stop block printed above the findings (text output), one element a line (the
+    emit path escapes a line break inside one: it came from the box); ``order_met`` is whether
+    the gates teardown requires (verify of this manifest) are in the ledger."""
     plan = result.plan
     where = f" on {plan.platform}" if plan.platform else ""
     undo = {True: "cannot be undone", False: "can be undone", None: "reversibility unknown"}
@@ -382,4 +383,4 @@ def describe(result: TeardownResult, *, order_met: bool = True) -> str:
     if result.passed and order_met:
         lines.append("teardown gate passed: you may now stop the meter yourself.")
     lines.append("rentcheck never runs the platform's meter-stop command.")
-    return "\n".join(lines) + "\n\n"
+    return tuple(lines)

@@ -153,7 +153,7 @@ def teardown_result(
         host=request.host,
         profile=profile,
         evidence=evidence,
-        headline=(describe(result, order_met=order_met).rstrip("\n"),),
+        headline=describe(result, order_met=order_met),
     )
 
 
