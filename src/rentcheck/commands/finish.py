@@ -62,6 +62,7 @@ def show(
         suppressed=result.suppressed,
         judged_failing=verdict.failing,
         proved=result.proved,
+        root=config.root,
         # The gate's extras under one key ("gate"); v1 consumers also find them at the top
         # level, where they were before the gate table (fields are only ever added).
         extra={

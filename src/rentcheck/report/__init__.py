@@ -37,6 +37,9 @@ class Report:
     # What a clean run proved, in the gate's words ("12 files, 9.4 GB, all digests match"),
     # said instead of the generic "All checks passed" (None: the generic line).
     proved: str | None = None
+    # The project root the findings' paths are relative to (None: the working directory);
+    # SARIF reads a flagged line's text from here for its fingerprint.
+    root: str | None = None
 
     @property
     def failing(self) -> list[Finding]:
