@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from rentcheck.box.watch import WatchOutcome
     from rentcheck.gates.judge import GateResult
 
-__all__ = ["WatchRun", "add_watch_parser", "watch_result"]
+__all__ = ["WatchRun", "add_watch_parser", "last_launch_session", "watch_result"]
 
 ON_CHANGE_TIMEOUT = 30.0
 
@@ -176,6 +176,36 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
     return given
 
 
+def last_launch_session(config: Config, host: str) -> tuple[str, str] | None:
+    """The session of the last launch on ``host`` in the project's ledger, and when it was."""
+    from rentcheck.ledger import read_ledger
+
+    for entry in reversed(read_ledger(os.path.abspath(config.root)).entries):
+        if entry.get("gate") != "launch" or entry.get("host") != host:
+            continue
+        evidence = entry.get("evidence")
+        session = evidence.get("session") if isinstance(evidence, dict) else None
+        if isinstance(session, str) and session:
+            return session, str(entry.get("time") or "?")
+    return None
+
+
+def _session_default(args: argparse.Namespace, config: Config, given: dict[str, Any]) -> None:
+    """Without ``--session``: the last launch on the host (the ledger knows it), said aloud."""
+    if args.session is not None:
+        return
+    found = last_launch_session(config, args.host)
+    if found is None:
+        return
+    from rentcheck.sanitise import sanitise
+
+    given["session"], when = found
+    sys.stderr.write(
+        f"rentcheck: watching session {sanitise(found[0])!r}: the last launch on "
+        f"{sanitise(args.host)} (ledger, {sanitise(when)}); --session NAME to watch another\n"
+    )
+
+
 def _events(args: argparse.Namespace, event: dict[str, Any]) -> None:
     """--jsonl and --on-change for one host's watch event."""
     if args.jsonl:
@@ -201,6 +231,7 @@ def _once(args: argparse.Namespace, config: Config) -> int:
     from rentcheck.registry import all_rules
 
     given = _given(args)
+    _session_default(args, config, given)
     run = GateRun(config, "watch", host=args.host, force_reason=force_reason(args))
     run.precheck()  # a missing launch is a finding; the job on the box is still probed
     try:
