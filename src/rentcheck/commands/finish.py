@@ -63,6 +63,7 @@ def show(
         judged_failing=verdict.failing,
         proved=result.proved,
         root=config.root,
+        quiet=getattr(args, "quiet", False),
         # The gate's extras under one key ("gate"); v1 consumers also find them at the top
         # level, where they were before the gate table (fields are only ever added).
         extra={
@@ -87,6 +88,8 @@ def show(
     # Headlines quote runs and boxes (log lines, paths): each element is one line of ours, so a
     # line break inside one came from the box and is shown escaped, never obeyed.
     headline = "".join(sanitise(line) + "\n" for line in result.headline)
+    if report.quiet:
+        headline = ""
     if headline and config.output_format in ("text", "concise"):
         text = headline + "\n" + text
     elif headline:

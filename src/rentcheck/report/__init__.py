@@ -40,6 +40,8 @@ class Report:
     # The project root the findings' paths are relative to (None: the working directory);
     # SARIF reads a flagged line's text from here for its fingerprint.
     root: str | None = None
+    # -q/--quiet: the terminal formats print the findings and nothing else.
+    quiet: bool = False
 
     @property
     def failing(self) -> list[Finding]:
