@@ -63,11 +63,15 @@ def run(args: argparse.Namespace) -> int:
     from rentcheck.gates.judge import GateResult
     from rentcheck.gates.run import GateRun
 
-    if not result.checked:
+    if not result.checked and not result.skipped:
         sys.stderr.write("rentcheck: warning: no files to check (nothing matched the paths)\n")
+    extras = {}
+    if result.skipped:
+        extras["skipped"] = [{"path": path, "why": why} for path, why in result.skipped]
     gate = GateResult(
         "lint",
         result.findings,
+        extras=extras,
         files_checked=len(result.checked),
         fixed=len(result.fixed),
         suppressed=result.suppressed,

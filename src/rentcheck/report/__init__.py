@@ -81,6 +81,11 @@ class Report:
             parts.append(
                 f"All checks passed ({files} checked)." if counted else "All checks passed."
             )
+        skipped = self.extra.get("skipped")
+        if isinstance(skipped, list) and skipped:
+            named = ", ".join(f"{s.get('path')} ({s.get('why')})" for s in skipped[:3])
+            more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+            parts.append(f"Skipped {len(skipped)} (no rule could read them): {named}{more}.")
         if self.fixed:
             parts.append(f"Fixed {self.fixed}.")
         if self.fixable:

@@ -1,0 +1,24 @@
+"""A file a rule wants by its name but cannot read is reported as skipped, not as checked
+(issue 30: a large binary `run.sh` counted as "1 file checked" and passed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import make_repo
+
+
+def test_a_binary_script_is_skipped_not_checked(cli, tmp_path: Path) -> None:
+    blob = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 64
+    repo = make_repo(
+        tmp_path / "repo",
+        {"run.sh": blob, "ok.sh": "#!/bin/bash\necho\n", ".gitattributes": "*.sh text eol=lf\n"},
+    )
+    res = cli("check", "--output-format", "concise", cwd=repo)
+    assert res.code == 0, res.out
+    assert "(1 file checked)" in res.out  # ok.sh only
+    assert "Skipped 1 (no rule could read them): run.sh (binary)." in res.out
+    doc = json.loads(cli("check", "--output-format", "json", "run.sh", cwd=repo).out)
+    assert doc["summary"]["files_checked"] == 0
+    assert doc["skipped"] == [{"path": "run.sh", "why": "binary"}]
