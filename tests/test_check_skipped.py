@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
+
+import jsonschema
 
 from tests.conftest import make_repo
 
@@ -22,3 +25,5 @@ def test_a_binary_script_is_skipped_not_checked(cli, tmp_path: Path) -> None:
     doc = json.loads(cli("check", "--output-format", "json", "run.sh", cwd=repo).out)
     assert doc["summary"]["files_checked"] == 0
     assert doc["skipped"] == [{"path": "run.sh", "why": "binary"}]
+    schema = resources.files("rentcheck").joinpath("resources/report.schema.json").read_text()
+    jsonschema.validate(doc, json.loads(schema), cls=jsonschema.Draft202012Validator)

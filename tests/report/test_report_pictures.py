@@ -130,3 +130,27 @@ def test_the_page_in_chromium_at_desktop_and_phone_width(
     assert shown == 20 and older >= 6  # 25 lints + resume + pull + verify: capped, folded
     assert overflow <= 0  # nothing wider than the screen: wide tables scroll in place
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_kept_reports_validate_against_typed_gate_payloads(lived: Path) -> None:
+    """resume's scenarios, pull's transfer and verify's table are typed in the schema (issue
+    30: gate payloads were bare objects, so a retyped field passed validation)."""
+    import json
+    from importlib import resources
+
+    import jsonschema
+
+    text = resources.files("rentcheck").joinpath("resources/report.schema.json").read_text()
+    schema = json.loads(text)
+    validator = jsonschema.Draft202012Validator(schema)
+    last = lived / ".rentcheck" / "last"
+    docs = {p.stem: json.loads(p.read_text()) for p in last.glob("*.json")}
+    assert {"resume", "pull", "lint"} <= set(docs)
+    for doc in docs.values():
+        validator.validate(doc)
+    broken = json.loads(json.dumps(docs["resume"]))
+    broken["resume"]["scenarios"][0]["killed_after_step"] = "six"
+    assert not validator.is_valid(broken)
+    broken = json.loads(json.dumps(docs["pull"]))
+    broken["gate"]["extras"]["verify"]["files"] = [{"path": 3}]
+    assert not validator.is_valid(broken)
