@@ -27,3 +27,17 @@ def test_a_binary_script_is_skipped_not_checked(cli, tmp_path: Path) -> None:
     assert doc["skipped"] == [{"path": "run.sh", "why": "binary"}]
     schema = resources.files("rentcheck").joinpath("resources/report.schema.json").read_text()
     jsonschema.validate(doc, json.loads(schema), cls=jsonschema.Draft202012Validator)
+
+
+def test_named_files_that_the_config_excludes_are_said_to_be_excluded(cli, tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        {"run.sh": b"#!/bin/bash\r\necho\r\n", "rentcheck.yaml": 'exclude: ["*.sh"]\n'},
+    )
+    res = cli("check", "run.sh", cwd=repo)
+    assert res.code == 0
+    assert "run.sh named but excluded by `exclude`/`extend-exclude`" in res.err
+    assert "nothing matched" not in res.err
+    (repo / "notes.txt").write_text("not a script\n")
+    unmatched = cli("check", "notes.txt", cwd=repo)  # no rule looks at it: not "excluded"
+    assert "nothing matched the paths" in unmatched.err
