@@ -42,6 +42,7 @@ def _isolated_env(
     for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
 
 
 def git(cwd: Path, *args: str) -> str:

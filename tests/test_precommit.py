@@ -44,7 +44,9 @@ def test_hooks_stay_light() -> None:
         deps = " ".join(hook.get("additional_dependencies", []))
         assert not any(heavy in deps for heavy in HEAVY_EXTRAS), hook["id"]
     shell = next(h for h in hooks if h["id"] == "rentcheck-shell")
-    assert shell["types"] == ["shell"]
+    # [text], not [shell]: rentcheck's discovery picks the scripts (issue 30: pre-commit's
+    # `shell` type skipped a shebang script without the exec bit that `rentcheck check` lints)
+    assert shell["types"] == ["text"]
     python = next(h for h in hooks if h["id"] == "rentcheck-python")
     assert python["types"] == ["python"]
 
@@ -91,3 +93,66 @@ def test_hook_dependencies_are_the_extras_they_stand_for() -> None:
     core = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert {"tree-sitter>=0.25", "tree-sitter-bash>=0.23"} <= set(core)
     assert hooks["rentcheck-python"]["additional_dependencies"] == extras["lint-python"]
+
+
+def test_the_shell_hook_lints_a_shebang_script_without_the_exec_bit(tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "user-repo",
+        {
+            "tool": b"#!/bin/bash\r\necho start\r\n",  # no .sh, no exec bit: still a script
+            ".gitattributes": "* text eol=lf\n",
+            "notes.txt": "not a script\r\n",
+        },
+    )
+    home = tmp_path / "pre-commit-home"
+    proc = _pre_commit(
+        "try-repo", str(REPO_ROOT), "rentcheck-shell", "--all-files", cwd=repo, home=home
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "tool:1:" in proc.stdout and "RC101" in proc.stdout
+    assert "notes.txt" not in proc.stdout
+
+
+def _readme_local_config() -> str:
+    readme = (REPO_ROOT / "README.md").read_text()
+    start = readme.index("```yaml", readme.index("a `repo: local` hook"))
+    return readme[start + len("```yaml\n") : readme.index("```", start + 7)]
+
+
+def test_readmes_local_hook_runs_serially_and_fixes_the_same_way_each_time(
+    tmp_path: Path,
+) -> None:
+    """With --fix, pre-commit's parallel batches raced on .gitattributes (one try in three lost
+    the `*.sh` line): three fresh repositories, three identical results."""
+    config = _readme_local_config()
+    [hook] = yaml.safe_load(config)["repos"][0]["hooks"]
+    assert hook["require_serial"] is True and "--fix" in hook["entry"]
+    files: dict[str, bytes | str] = {
+        f"s{i:02d}.sh": b"#!/bin/bash\r\necho hi\r\n" for i in range(40)
+    }
+    files.update({f"bin/t{i:02d}": "#!/bin/sh\necho hi\n" for i in range(40)})
+    files[".pre-commit-config.yaml"] = config
+    env_path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    seen = []
+    for attempt in range(3):
+        repo = make_repo(tmp_path / f"repo{attempt}", files)
+        home = tmp_path / "pre-commit-home"
+        env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never"}
+        env["PATH"] = env_path
+        proc = subprocess.run(
+            [sys.executable, "-m", "pre_commit", "run", "--all-files"],
+            cwd=repo, env=env, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        attributes = (repo / ".gitattributes").read_text()
+        crlf = sorted(p.name for p in repo.glob("*.sh") if b"\r" in p.read_bytes())
+        seen.append((proc.returncode, attributes, crlf))
+    assert seen[0][0] == 1, seen[0]  # files were fixed: pre-commit reports the change
+    assert "*.sh text eol=lf" in seen[0][1] and seen[0][2] == []
+    assert seen[1] == seen[0] and seen[2] == seen[0]
+
+
+def test_the_profiles_hook_on_named_files_records_nothing(cli, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"profiles/acme.md": "# not a profile\n"})
+    res = cli("profiles", "check", "profiles/acme.md", cwd=repo)
+    assert res.code == 1, res.out + res.err  # the file fails ...
+    assert not (repo / ".rentcheck" / "ledger.jsonl").exists()  # ... and proves nothing

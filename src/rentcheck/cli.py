@@ -40,11 +40,45 @@ class _Formatter(argparse.HelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """ArgumentParser with rentcheck's formatter, for the top level and every subcommand."""
+    """ArgumentParser with rentcheck's formatter, for the top level and every subcommand;
+    an unknown option is refused by the command it was given to, with the nearest option."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            target = _innermost(self, list(args or []))
+            target.error(_unrecognized(target, extras))
+        return parsed
+
+
+def _innermost(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The (sub)command parser the words of ``argv`` lead to."""
+    node = parser
+    for word in argv:
+        children = next(
+            (a.choices for a in node._actions if isinstance(a, argparse._SubParsersAction)),
+            None,
+        )
+        if children is not None and word in children:
+            node = children[word]
+    return node
+
+
+def _unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    import difflib
+
+    known = [o for a in parser._actions for o in a.option_strings]
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    for extra in extras:
+        if extra.startswith("-"):
+            near = difflib.get_close_matches(extra.split("=", 1)[0], known, n=1, cutoff=0.6)
+            if near:
+                return f"{message} (did you mean {near[0]}?)"
+    return message
 
 
 def _common() -> argparse.ArgumentParser:
@@ -68,7 +102,15 @@ def _common() -> argparse.ArgumentParser:
         help="lowest severity that makes the exit code 1 (default: warning)",
     )
     g.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
-    g.add_argument("--color", choices=["auto", "always", "never"], default="auto")
+    g.add_argument(
+        "-q", "--quiet", action="store_true", help="findings only: no headline, no summary line"
+    )
+    g.add_argument(
+        "--color",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="auto: on a terminal, unless NO_COLOR is set; FORCE_COLOR turns it on",
+    )
     g.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     return common
 
@@ -109,6 +151,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             importlib.import_module(f"rentcheck.commands.{name}").add_parsers(sub, common)
     else:
         importlib.import_module(f"rentcheck.commands.{wanted}").add_parsers(sub, common)
+    if wanted is None:  # not a gate's command: completion reads the whole tree
+        from rentcheck.commands.completion import add_completion_parser
+
+        add_completion_parser(sub, parser)
     return parser
 
 

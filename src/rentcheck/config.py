@@ -213,7 +213,9 @@ def _where(source: str) -> str:
 
 def _string_list(value: Any, key: str, source: str) -> tuple[str, ...]:
     if isinstance(value, str):
-        value = [part for part in value.split(",")]
+        from rentcheck.pathmatch import split_list  # `*.{sh,bash}` is one glob
+
+        value = split_list(value)
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise ConfigError(
             f"{key!r} in {_where(source)} must be a list of strings", hint=f'e.g. {key} = ["RC1"]'

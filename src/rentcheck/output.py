@@ -11,11 +11,18 @@ __all__ = ["emit", "use_color"]
 
 
 def use_color(choice: str, stream_is_tty: bool) -> bool:
+    """``--color`` first; then, for ``auto``, NO_COLOR (off) and FORCE_COLOR (on: CI logs
+    that render ANSI) as no-color.org and force-color.org say, non-empty values only and
+    NO_COLOR first, as CPython does; then whether the stream is a terminal."""
     if choice == "always":
         return True
     if choice == "never":
         return False
-    return stream_is_tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return stream_is_tty and os.environ.get("TERM") != "dumb"
 
 
 def emit(text: str, output_file: str | None) -> None:

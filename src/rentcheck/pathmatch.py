@@ -2,7 +2,9 @@
 
 A pattern without a slash matches any single path component (``build`` excludes every
 ``build/`` directory, ``*.ipynb`` every notebook); a pattern with a slash matches the whole
-path relative to the project root, where ``**`` spans directories.
+path relative to the project root, where ``**`` spans directories. ``{a,b}`` is either
+alternative (``*.{sh,bash}``; nested braces too), as in shells and ruff; a leading ``./`` is
+the project root itself (``./run.sh`` is ``run.sh``).
 """
 
 from __future__ import annotations
@@ -11,7 +13,40 @@ import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-__all__ = ["matcher", "matches_any"]
+__all__ = ["matcher", "matches_any", "split_list"]
+
+
+def _brace(glob: str, start: int) -> tuple[list[str], int] | None:
+    """The top-level alternatives of the ``{...}`` opening at ``start`` and the index of its
+    ``}``; None when it does not close or holds no comma (then it is literal text)."""
+    depth, parts, begin = 0, [], start + 1
+    for i in range(start, len(glob)):
+        if glob[i] == "{":
+            depth += 1
+        elif glob[i] == "}":
+            depth -= 1
+            if depth == 0:
+                parts.append(glob[begin:i])
+                return (parts, i) if len(parts) > 1 else None
+        elif glob[i] == "," and depth == 1:
+            parts.append(glob[begin:i])
+            begin = i + 1
+    return None
+
+
+def split_list(text: str) -> list[str]:
+    """A comma-separated command-line list, commas inside ``{...}`` kept (``*.{sh,bash}``)."""
+    parts, depth, begin = [], 0, 0
+    for i, char in enumerate(text):
+        if char == "{":
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+        elif char == "," and not depth:
+            parts.append(text[begin:i])
+            begin = i + 1
+    parts.append(text[begin:])
+    return parts
 
 
 def _translate(glob: str, *, cross_slash: bool) -> str:
@@ -29,6 +64,13 @@ def _translate(glob: str, *, cross_slash: bool) -> str:
         if glob.startswith("**", i):
             out.append(".*")
             i += 2
+            continue
+        brace = _brace(glob, i) if char == "{" else None
+        if brace is not None:
+            alternatives, close = brace
+            inner = "|".join(_translate(a, cross_slash=cross_slash) for a in alternatives)
+            out.append(f"(?:{inner})")
+            i = close + 1
             continue
         if char == "*":
             out.append(star)
@@ -49,6 +91,8 @@ def _translate(glob: str, *, cross_slash: bool) -> str:
 
 def _source(pattern: str) -> tuple[bool, str]:
     """Whether the glob is anchored (has a slash), and its regex source."""
+    while pattern.startswith("./"):  # the root itself: `./run.sh` is `run.sh`, anchored
+        pattern = "/" + pattern[2:].lstrip("/")
     if "/" in pattern.rstrip("/"):
         return True, f"^{_translate(pattern.strip('/'), cross_slash=False)}(?:/.*)?$"
     return False, f"^{_translate(pattern.rstrip('/'), cross_slash=True)}$"

@@ -5,8 +5,14 @@ raw, an ANSI/OSC sequence rewrites the user's terminal and a newline forges a li
 ("All checks passed") in a CI log. ``sanitise`` turns every such character into a visible
 escape: control characters (C0, DEL, C1), line and paragraph separators, the bidirectional
 overrides that reorder what a reader sees, and lone surrogates (undecodable bytes). Everything
-else, including non-ASCII letters, stays as it is. Machine formats (JSON, SARIF) keep the exact
-text; only human-facing output (text, concise, github, error lines) goes through here.
+else, including non-ASCII letters, stays as it is.
+
+This is the one path box text takes to a reader, and it always keeps the text on one line: a
+caller that prints several lines gives each line on its own (a headline is a tuple of lines),
+so a newline inside any of them can only have come from the box. Terminal formats, GitHub
+annotations, SARIF messages and HTML cells all call it; JSON keeps the exact value, written
+with every control and non-ASCII character as a ``\\uXXXX`` escape (``ensure_ascii``), so it is
+one line too.
 """
 
 from __future__ import annotations
@@ -31,12 +37,6 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def sanitise(text: str, *, keep_newlines: bool = False) -> str:
-    """``text`` with every character that could act on a terminal or a log shown escaped.
-
-    ``keep_newlines`` leaves ``\n`` and ``\r`` for a caller that encodes them itself (GitHub
-    workflow commands turn them into ``%0A``/``%0D``, a line break inside one annotation).
-    """
-    if keep_newlines:
-        return _UNSAFE.sub(lambda m: m.group() if m.group() in "\r\n" else _escape(m), text)
+def sanitise(text: str) -> str:
+    """``text`` on one line, every character that could act on a terminal or a log escaped."""
     return _UNSAFE.sub(_escape, text)

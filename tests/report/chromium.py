@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PageLoad", "chromium_binary", "load_page"]
+__all__ = ["DESKTOP", "PHONE", "PageLoad", "chromium_binary", "load_page"]
 
 
 def chromium_binary() -> str | None:
@@ -159,7 +159,17 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def load_page(binary: str, url: str, screenshot: str, evaluate: tuple[str, ...] = ()) -> PageLoad:
+DESKTOP = (1200, 1400, False)
+PHONE = (390, 844, True)  # a phone's CSS pixels, mobile emulation on
+
+
+def load_page(
+    binary: str,
+    url: str,
+    screenshot: str,
+    evaluate: tuple[str, ...] = (),
+    viewport: tuple[int, int, bool] = DESKTOP,
+) -> PageLoad:
     with tempfile.TemporaryDirectory(prefix="rentcheck-chromium-") as profile:
         pipe = _Pipe(binary, profile)
         try:
@@ -171,7 +181,12 @@ def load_page(binary: str, url: str, screenshot: str, evaluate: tuple[str, ...] 
                 pipe.send(domain, session=session)
             pipe.send(
                 "Emulation.setDeviceMetricsOverride",
-                {"width": 1200, "height": 1400, "deviceScaleFactor": 1, "mobile": False},
+                {
+                    "width": viewport[0],
+                    "height": viewport[1],
+                    "deviceScaleFactor": 1,
+                    "mobile": viewport[2],
+                },
                 session=session,
             )
             pipe.events.clear()

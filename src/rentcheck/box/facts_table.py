@@ -13,6 +13,7 @@ from typing import Any
 from rentcheck.box.findings import dig, percent
 from rentcheck.box.gpu import parse_gpus
 from rentcheck.box.settings import AuditSettings, format_size
+from rentcheck.sanitise import sanitise
 from rentcheck.textwidth import table
 
 __all__ = ["facts_table"]
@@ -61,7 +62,8 @@ def _path_rows(facts: Mapping[str, Any], settings: AuditSettings) -> list[list[s
         rows.append(
             [f"{role}={fact.get('path')}", mount, space, inodes, _budget_cell(free, role, settings)]
         )
-    return rows if len(rows) > 1 else []
+    # Escaped here as well as on the way out (it is idempotent) so the columns line up.
+    return [[sanitise(cell) for cell in row] for row in rows] if len(rows) > 1 else []
 
 
 def _memory(facts: Mapping[str, Any]) -> str:
@@ -123,5 +125,6 @@ def facts_table(facts: Mapping[str, Any], settings: AuditSettings, host: str) ->
     if torch is not None:
         box.append(["torch", torch])
     box.append(["detach", _detach(facts)])
+    box = [[name, sanitise(value)] for name, value in box]
     lines += table(box, indent="  ")
     return tuple(lines)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from rentcheck.config import Config
     from rentcheck.gates.judge import GateResult
 
-__all__ = ["WatchRun", "watch_result", "watch_runner"]
+__all__ = ["WatchRun", "last_launch_session", "watch_result", "watch_runner"]
 
 
 @dataclass
@@ -87,4 +87,21 @@ def watch_runner(config: Config, options: dict[str, Any]) -> GateResult:
     if not host:
         raise UsageError("the watch gate needs a host", hint="pytest --rentcheck-audit HOST")
     name = options.get("name") or host  # its state file and findings go by the name
-    return watch_result(config, name, {}, open_for_options(options)).result
+    # No session in the config: the one the ledger says was launched there last.
+    found = None if config.section("watch").get("session") else last_launch_session(config, name)
+    given = {"session": found[0]} if found else {}
+    return watch_result(config, name, given, open_for_options(options)).result
+
+
+def last_launch_session(config: Config, host: str) -> tuple[str, str] | None:
+    """The session of the last launch on ``host`` in the project's ledger, and when it was."""
+    from rentcheck.ledger import read_ledger
+
+    for entry in reversed(read_ledger(os.path.abspath(config.root)).entries):
+        if entry.get("gate") != "launch" or entry.get("host") != host:
+            continue
+        evidence = entry.get("evidence")
+        session = evidence.get("session") if isinstance(evidence, dict) else None
+        if isinstance(session, str) and session:
+            return session, str(entry.get("time") or "?")
+    return None

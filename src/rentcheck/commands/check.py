@@ -63,11 +63,24 @@ def run(args: argparse.Namespace) -> int:
     from rentcheck.gates.judge import GateResult
     from rentcheck.gates.run import GateRun
 
-    if not result.checked:
-        sys.stderr.write("rentcheck: warning: no files to check (nothing matched the paths)\n")
+    if not result.checked and not result.skipped:
+        excluded = _excluded(args.paths, config.root, config.excludes)
+        if excluded:
+            shown = ", ".join(excluded[:5]) + (", ..." if len(excluded) > 5 else "")
+            sys.stderr.write(
+                f"rentcheck: warning: no files to check: {shown} named but excluded by "
+                "`exclude`/`extend-exclude` (pre-commit passes excluded files too; the config "
+                "decides)\n"
+            )
+        else:
+            sys.stderr.write("rentcheck: warning: no files to check (nothing matched the paths)\n")
+    extras = {}
+    if result.skipped:
+        extras["skipped"] = [{"path": path, "why": why} for path, why in result.skipped]
     gate = GateResult(
         "lint",
         result.findings,
+        extras=extras,
         files_checked=len(result.checked),
         fixed=len(result.fixed),
         suppressed=result.suppressed,
@@ -80,3 +93,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _partial(paths: list[str], root: str) -> bool:
     return any(os.path.abspath(p) != os.path.abspath(root) for p in paths)
+
+
+def _excluded(paths: list[str], root: str, excludes: tuple[str, ...]) -> list[str]:
+    """The named files an exclude pattern drops (said as such, not as "nothing matched")."""
+    from rentcheck.pathmatch import matcher
+
+    hit = matcher(excludes)
+    base = os.path.abspath(root)
+    found = []
+    for path in paths:
+        rel = os.path.relpath(os.path.abspath(path), base).replace(os.sep, "/")
+        if os.path.isfile(path) and not rel.startswith("../") and hit(rel):
+            found.append(path)
+    return found

@@ -62,6 +62,8 @@ def show(
         suppressed=result.suppressed,
         judged_failing=verdict.failing,
         proved=result.proved,
+        root=config.root,
+        quiet=getattr(args, "quiet", False),
         # The gate's extras under one key ("gate"); v1 consumers also find them at the top
         # level, where they were before the gate table (fields are only ever added).
         extra={
@@ -84,9 +86,12 @@ def show(
     from rentcheck.gates.judge import headline_of
     from rentcheck.sanitise import sanitise
 
-    # Headlines quote runs and boxes (log lines, paths): escaped, each on its own line (a
-    # line break inside one would let a box's text print a verdict rentcheck never gave).
+    # Headlines quote runs and boxes (log lines, paths): each element is one line of ours, so a
+    # line break inside one came from the box and is shown escaped, never obeyed. The gate's
+    # own words come from the one verdict (headline_of).
     headline = "".join(sanitise(line) + "\n" for line in headline_of(result, verdict))
+    if report.quiet:
+        headline = ""
     if headline and config.output_format in ("text", "concise"):
         text = headline + "\n" + text
     elif headline:

@@ -165,5 +165,13 @@ def run_check(args: argparse.Namespace) -> int:
     from rentcheck.gates.judge import GateResult
     from rentcheck.gates.run import GateRun
 
-    gate = GateResult("stale", findings, extras={"profiles": checked}, files_checked=len(targets))
+    gate = GateResult(
+        "stale",
+        findings,
+        extras={"profiles": checked},
+        files_checked=len(targets),
+        # Named files (pre-commit passes the staged ones) prove nothing about the project's
+        # profiles: as for `rentcheck check FILE`, nothing goes to the ledger.
+        partial=bool(args.targets),
+    )
     return finish(args, GateRun(config, "stale"), gate, command="profiles check", rules=all_rules())

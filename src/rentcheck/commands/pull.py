@@ -228,9 +228,10 @@ def _config(args: argparse.Namespace, untrusted: tuple[str, ...] = ()) -> Config
 def run_build(args: argparse.Namespace) -> int:
     from rentcheck.pull.manifest import build_manifest_file
 
-    config = _config(args)
     if args.host is not None:
-        return _build_on_box(args, config)
+        return _build_on_box(args, _config(args))
+    # Run inside the run folder or not, the project (its config, its ledger) is never there.
+    config = _config(args, untrusted=(args.root,))
     path, doc = build_manifest_file(
         args.root,
         args.manifest_file,
@@ -309,7 +310,10 @@ def _report_build(
         "pulled copy against it.",
     )
     run = GateRun(config, "pull", manifest=digest)
-    return finish(args, run, result, command="manifest build", rules=RULES_BY_CODE)
+    # A roster alone records nothing: no pull happened, and a "pull pass" in the ledger (or
+    # a ledger written into the run folder, which verify then finds as an unlisted file) would
+    # say otherwise. `rentcheck pull` and `rentcheck verify` record what they proved.
+    return finish(args, run, result, command="manifest build", rules=RULES_BY_CODE, record=False)
 
 
 def run_check(args: argparse.Namespace) -> int:

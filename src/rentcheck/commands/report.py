@@ -36,8 +36,21 @@ def add_parsers(
 
 
 def run_report(args: argparse.Namespace) -> int:
+    from rentcheck.errors import UsageError
     from rentcheck.report.lifecycle import gather
 
+    if args.output_format is not None:
+        # The lifecycle page is HTML or markdown; printing markdown for `sarif` would upload
+        # nothing a code scanner can read and say nothing about it.
+        raise UsageError(
+            f"report writes HTML and markdown, not {args.output_format}",
+            hint="--html FILE and/or --markdown FILE; for SARIF or JSON run the gate itself, "
+            f"e.g. rentcheck check --output-format {args.output_format}",
+        )
+    if args.output_file is not None:  # -o is "write results here" in every command
+        if args.markdown is not None:
+            raise UsageError("-o and --markdown both name the markdown file", hint="keep one")
+        args.markdown = args.output_file
     config = load_config(".", explicit=args.config, isolated=args.isolated)
     life = gather(config.root, args.input)
     for problem in life.problems:
@@ -48,12 +61,13 @@ def run_report(args: argparse.Namespace) -> int:
         from rentcheck.report.html import render_html
 
         emit(render_html(life), args.html)
-        sys.stderr.write(f"rentcheck: wrote the HTML report to {args.html}\n")
+        if not args.quiet:
+            sys.stderr.write(f"rentcheck: wrote the HTML report to {args.html}\n")
     if args.markdown or not args.html:
         from rentcheck.report.markdown import render_markdown
 
         target = None if args.markdown in (None, "-") else args.markdown
         emit(render_markdown(life), target)
-        if target:
+        if target and not args.quiet:
             sys.stderr.write(f"rentcheck: wrote the markdown report to {target}\n")
     return 0

@@ -20,10 +20,6 @@ from typing import Any
 from rentcheck.commands.finish import add_force_options, force_reason, show
 from rentcheck.config import Config
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
-if TYPE_CHECKING:
-    pass
-
 __all__ = ["add_parsers"]
 
 ON_CHANGE_TIMEOUT = 30.0
@@ -113,6 +109,24 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
     return given
 
 
+def _session_default(args: argparse.Namespace, config: Config, given: dict[str, Any]) -> None:
+    """Without ``--session``: the last launch on the host (the ledger knows it), said aloud."""
+    from rentcheck.box.watch_gate import last_launch_session
+
+    if args.session is not None or config.section("watch").get("session"):
+        return  # the command line's, else the config's, before the ledger's
+    found = last_launch_session(config, args.host)
+    if found is None:
+        return
+    from rentcheck.sanitise import sanitise
+
+    given["session"], when = found
+    sys.stderr.write(
+        f"rentcheck: watching session {sanitise(found[0])!r}: the last launch on "
+        f"{sanitise(args.host)} (ledger, {sanitise(when)}); --session NAME to watch another\n"
+    )
+
+
 def _events(args: argparse.Namespace, event: dict[str, Any]) -> None:
     """--jsonl and --on-change for one host's watch event."""
     if args.jsonl:
@@ -139,6 +153,7 @@ def _once(args: argparse.Namespace, config: Config) -> int:
     from rentcheck.registry import all_rules
 
     given = _given(args)
+    _session_default(args, config, given)
     run = GateRun(config, "watch", host=args.host, force_reason=force_reason(args))
     run.precheck()  # a missing launch is a finding; the job on the box is still probed
     try:

@@ -41,11 +41,13 @@ class _FileOutcome:
         "path",
         "project_source",
         "repo_root",
+        "skipped",
         "suppressed",
     )
 
     def __init__(self, path: str, repo_root: str | None) -> None:
         self.path = path
+        self.skipped: str | None = None  # why no rule could read it (binary, too large)
         self.repo_root = repo_root
         self.findings: list[Finding] = []
         self.suppressed = 0
@@ -66,11 +68,13 @@ def _workers(files: int, jobs: int | None) -> int:
 class LintResult:
     """Everything one lint run found, fixed and suppressed."""
 
-    __slots__ = ("checked", "diffs", "findings", "fixed", "suppressed")
+    __slots__ = ("checked", "diffs", "findings", "fixed", "skipped", "suppressed")
 
     def __init__(self) -> None:
         self.findings: list[Finding] = []
         self.checked: list[str] = []
+        # Files a rule wanted by their name but could not read: (path, why). Not "checked".
+        self.skipped: list[tuple[str, str]] = []
         self.fixed: list[Finding] = []
         self.suppressed = 0
         self.diffs: list[str] = []
@@ -230,6 +234,9 @@ class Linter:
         for outcome in self._outcomes(candidates, store, fix=fix, diff=diff, jobs=jobs):
             if outcome is None:
                 continue
+            if outcome.skipped is not None:
+                result.skipped.append((outcome.path, outcome.skipped))
+                continue
             result.checked.append(outcome.path)
             result.findings.extend(outcome.findings)
             result.suppressed += outcome.suppressed
@@ -286,6 +293,11 @@ class Linter:
         if not self.wants(source, plan):
             return None
         outcome = _FileOutcome(source.path, candidate.repo.root if candidate.repo else None)
+        if source.is_binary or source.truncated:
+            # A binary `.sh` (or one over MAX_TEXT_BYTES) is no script any rule can read:
+            # saying it was checked would be a pass nothing proved.
+            outcome.skipped = "binary" if source.is_binary else "too large"
+            return outcome
         cache = self.cache
         for _ in range(_MAX_FIX_ROUNDS):
             findings, suppressed = self.check_source(source, plan, cache)

@@ -357,8 +357,9 @@ def check_teardown(
     )
 
 
-def describe(result: TeardownResult, *, passed: bool) -> list[str]:
-    """The meter-stop block printed above the findings (text output), worded from the gate's
+def describe(result: TeardownResult, *, passed: bool) -> tuple[str, ...]:
+    """The meter-stop block printed above the findings (text output), one element a line (the
+    emit path escapes a line break inside one: it came from the box), worded from the gate's
     one verdict (``passed``: judge()'s, prerequisites and evidence included)."""
     plan = result.plan
     where = f" on {plan.platform}" if plan.platform else ""
@@ -383,4 +384,4 @@ def describe(result: TeardownResult, *, passed: bool) -> list[str]:
     else:
         lines.append("teardown gate FAILED: do not stop the meter; the findings say why.")
     lines.append("rentcheck never runs the platform's meter-stop command.")
-    return lines
+    return tuple(lines)

@@ -37,6 +37,11 @@ class Report:
     # What a clean run proved, in the gate's words ("12 files, 9.4 GB, all digests match"),
     # said instead of the generic "All checks passed" (None: the generic line).
     proved: str | None = None
+    # The project root the findings' paths are relative to (None: the working directory);
+    # SARIF reads a flagged line's text from here for its fingerprint.
+    root: str | None = None
+    # -q/--quiet: the terminal formats print the findings and nothing else.
+    quiet: bool = False
 
     @property
     def failing(self) -> list[Finding]:
@@ -74,6 +79,11 @@ class Report:
             parts.append(
                 f"All checks passed ({files} checked)." if counted else "All checks passed."
             )
+        skipped = self.extra.get("skipped")
+        if isinstance(skipped, list) and skipped:
+            named = ", ".join(f"{s.get('path')} ({s.get('why')})" for s in skipped[:3])
+            more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+            parts.append(f"Skipped {len(skipped)} (no rule could read them): {named}{more}.")
         if self.fixed:
             parts.append(f"Fixed {self.fixed}.")
         if self.fixable:

@@ -33,9 +33,10 @@ def render(report: Report) -> str:
                 props.append(("endColumn", str(finding.end_col)))
         rule = report.rules.get(finding.code)
         props.append(("title", f"{finding.code} {rule.name}" if rule else finding.code))
-        # Box-controlled text (paths, command lines) must not emit a workflow command or ANSI.
-        head = ",".join(f"{k}={escape_property(sanitise(v, keep_newlines=True))}" for k, v in props)
-        message = escape_data(sanitise(finding.message, keep_newlines=True))
+        # Box-controlled text (paths, command lines) must not emit a workflow command or ANSI,
+        # nor break an annotation into lines that look like rentcheck's own.
+        head = ",".join(f"{k}={escape_property(sanitise(v))}" for k, v in props)
+        message = escape_data(sanitise(finding.message))
         lines.append(f"::{_LEVEL[finding.severity]} {head}::{message}")
     lines.append(report.summary_text())
     return "\n".join(lines) + "\n"

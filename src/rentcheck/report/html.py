@@ -54,6 +54,16 @@ margin:8px 0}
 .sev-error{background:#fde2e1;color:#8b1a13} .sev-warning{background:#fff1cc;color:#6b4d00}
 .sev-note{background:#e1ecfd;color:#17407e}
 .empty{color:#6a727c;font-style:italic}
+.scroll{overflow-x:auto}
+td.where{white-space:nowrap}
+figure{margin:8px 0;background:#fff;border:1px solid #dde1e6;border-radius:8px;padding:8px;
+overflow-x:auto}
+figure svg{width:100%;height:auto;display:block}
+td.sha{word-break:break-all;min-width:18ch}
+figcaption{font-size:12px;color:#5b6470}
+@media (max-width:640px){main{padding:12px}.bar{min-width:120px}
+th,td{padding:4px 5px;font-size:12px}
+.resume text{font-size:17px}}
 ul.problems{color:#8b1a13}
 """
 
@@ -97,15 +107,13 @@ def _timeline(life: Lifecycle) -> str:
 _VERDICTS = ("pass", "fail", "forced", "ready")
 
 
-def _history(entries: list[dict[str, Any]], limit: int = 200) -> str:
-    if not entries:
-        return (
-            '<section id="history"><h2>Gate runs</h2><p class="empty">The ledger is empty: '
-            "no gate has run in this project yet.</p></section>"
-        )
-    shown = entries[-limit:]
+HISTORY_SHOWN = 20  # the newest gate runs in the table; the rest fold away below it
+HISTORY_MAX = 500  # the most rows the page carries at all
+
+
+def _history_rows(entries: Iterable[Mapping[str, Any]]) -> str:
     rows = []
-    for entry in reversed(shown):
+    for entry in entries:
         verdict = str(entry.get("verdict"))
         failing = ", ".join(str(c) for c in entry.get("failing") or [])
         forced = entry.get("forced")
@@ -116,13 +124,31 @@ def _history(entries: list[dict[str, Any]], limit: int = 200) -> str:
             f"{_e(verdict)}</span></td><td>{_e(entry.get('host') or '')}</td>"
             f'<td class="mono">{_e(failing)}</td><td>{_e(reason or "")}</td></tr>'
         )
-    more = len(entries) - len(shown)
-    note = f'<p class="meta">{more} older run(s) not shown.</p>' if more else ""
     return (
-        '<section id="history"><h2>Gate runs (newest first)</h2><table><thead><tr>'
-        "<th>time (UTC)</th><th>gate</th><th>verdict</th><th>host</th><th>failing</th>"
-        f"<th>forced because</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        f"{note}</section>"
+        '<div class="scroll"><table><thead><tr><th>time (UTC)</th><th>gate</th><th>verdict'
+        "</th><th>host</th><th>failing</th><th>forced because</th></tr></thead><tbody>"
+        f"{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _history(entries: list[dict[str, Any]]) -> str:
+    if not entries:
+        return (
+            '<section id="history"><h2>Gate runs</h2><p class="empty">The ledger is empty: '
+            "no gate has run in this project yet.</p></section>"
+        )
+    newest = list(reversed(entries[-HISTORY_MAX:]))
+    shown, older = newest[:HISTORY_SHOWN], newest[HISTORY_SHOWN:]
+    head = f'<section id="history"><h2>Gate runs (newest {len(shown)} of {len(entries)})</h2>'
+    if not older:
+        return head + _history_rows(shown) + "</section>"
+    dropped = len(entries) - len(newest)
+    beyond = f" ({dropped} older still, in the ledger)" if dropped else ""
+    return (
+        head + _history_rows(shown) + f'<p class="meta"><a href="#older-runs">{len(older)} '
+        f"older run(s){beyond}</a></p>"
+        f'<details id="older-runs"><summary>{len(older)} older run(s)</summary>'
+        f"{_history_rows(older)}</details></section>"
     )
 
 
@@ -174,9 +200,9 @@ def _mounts(life: Lifecycle) -> str:
         "it lacks)</p>"
     )
     return (
-        head + "<table><thead><tr><th>role</th><th>path</th><th>mount</th><th>used / budget / "
-        "free</th><th>free</th><th>budget</th><th>verdict</th><th>inodes</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>{legend}</section>"
+        head + '<div class="scroll"><table><thead><tr><th>role</th><th>path</th><th>mount</th>'
+        "<th>used / budget / free</th><th>free</th><th>budget</th><th>verdict</th><th>inodes"
+        f"</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>{legend}</section>"
     )
 
 
@@ -185,6 +211,8 @@ def _verify(life: Lifecycle) -> str:
     if life.verify_root:
         head += f" ({_e(life.verify_root)})"
     head += "</h2>"
+    if life.verify_files and life.verify_via != "verify":
+        head += f'<p class="meta">verified by <code>rentcheck {_e(life.verify_via)}</code></p>'
     if not life.verify_files:
         return (
             head
@@ -202,17 +230,18 @@ def _verify(life: Lifecycle) -> str:
         verdict = str(f.get("verdict"))
         css = {"ok": "pass", "warning": "forced"}.get(verdict, "fail")
         rows.append(
-            f'<tr><td class="mono">{_e(f.get("path"))}</td><td>{_e(f.get("kind") or "")}</td>'
+            f'<tr><td class="mono where">{_e(f.get("path"))}</td>'
+            f"<td>{_e(f.get('kind') or '')}</td>"
             f'<td class="num">{_e(_size(size) if isinstance(size, int) else "")}</td>'
-            f'<td class="mono">{_e(f.get("sha256") or "")}</td>'
+            f'<td class="mono sha">{_e(f.get("sha256") or "")}</td>'
             f'<td><span class="gate v-{css}">{_e(verdict)}</span></td>'
             f'<td class="mono">{_e(codes)}</td></tr>'
         )
     return (
         head + f'<p class="meta">{_e(life.verify_count())}, {_e(_size(total))}</p>'
-        "<table><thead><tr><th>file</th><th>kind</th><th>bytes</th><th>SHA-256</th>"
-        f"<th>verdict</th><th>findings</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-        "</section>"
+        '<div class="scroll"><table><thead><tr><th>file</th><th>kind</th><th>bytes</th>'
+        "<th>SHA-256</th><th>verdict</th><th>findings</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div></section>"
     )
 
 
@@ -235,17 +264,36 @@ def _findings(life: Lifecycle) -> str:
         if group.doc_url:
             title = f'<a href="{_e(group.doc_url)}">{title}</a>'
         items = "".join(
-            f'<tr><td>{_e(gate)}</td><td class="mono">{_e(_where(f))}</td>'
+            f'<tr><td>{_e(gate)}</td><td class="mono where">{_e(_where(f))}</td>'
             f"<td>{_e(f.get('message'))}</td></tr>"
             for gate, f in group.findings
         )
         sev = group.severity if group.severity in ("error", "warning", "note") else "note"
         blocks.append(
             f'<div class="rule"><h3>{title}<span class="sev sev-{sev}">{_e(group.severity)}'
-            f" &times; {len(group.findings)}</span></h3><table><thead><tr><th>gate</th>"
-            f"<th>where</th><th>message</th></tr></thead><tbody>{items}</tbody></table></div>"
+            f' &times; {len(group.findings)}</span></h3><div class="scroll"><table><thead><tr>'
+            f"<th>gate</th><th>where</th><th>message</th></tr></thead><tbody>{items}</tbody>"
+            "</table></div></div>"
         )
     return f'<section id="findings"><h2>Findings by rule</h2>{"".join(blocks)}</section>'
+
+
+def _resume(life: Lifecycle) -> str:
+    from rentcheck.report.resume_svg import resume_svg
+
+    head = '<section id="resume"><h2>Resume: kill, checkpoint, relaunch</h2>'
+    if not life.resume:
+        return (
+            head + '<p class="empty">No resume run yet: run <code>rentcheck resume</code>.</p>'
+            "</section>"
+        )
+    figures = "".join(
+        f"<figure>{resume_svg(s)}<figcaption>{_e(s.name)}: "
+        f"{'passed' if s.passed else 'FAILED' if s.ran else 'not exercised'}</figcaption>"
+        "</figure>"
+        for s in life.resume
+    )
+    return head + figures + "</section>"
 
 
 def _problems(problems: Iterable[str]) -> str:
@@ -262,6 +310,7 @@ def render_html(life: Lifecycle) -> str:
         f"<title>rentcheck report: {_e(life.project)}</title><style>{_CSS}</style></head>"
         f'<body><main><h1>rentcheck report</h1><p class="meta">{_e(life.project)} &middot; '
         f"generated {_e(life.generated_at)} by rentcheck {_e(life.version)}</p>"
-        f"{_problems(life.problems)}{_timeline(life)}{_mounts(life)}{_verify(life)}"
+        f"{_problems(life.problems)}{_timeline(life)}{_resume(life)}{_mounts(life)}"
+        f"{_verify(life)}"
         f"{_findings(life)}{_history(life.entries)}</main></body></html>\n"
     )

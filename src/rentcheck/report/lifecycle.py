@@ -16,6 +16,7 @@ __all__ = [
     "GateState",
     "Lifecycle",
     "MountBar",
+    "ResumeScenario",
     "RuleGroup",
     "gather",
 ]
@@ -78,6 +79,8 @@ class Lifecycle:
     rules: list[RuleGroup]
     problems: list[str] = field(default_factory=list)
     verify_total: int = 0  # files verify read; more than the rows when a text run cut them
+    verify_via: str = "verify"  # the gate whose last report holds the verify: verify or pull
+    resume: list[ResumeScenario] = field(default_factory=list)
 
     def verify_count(self) -> str:
         """'N file(s)', or 'N of M file(s) listed' when the ok rows were cut."""
@@ -85,6 +88,27 @@ class Lifecycle:
         if self.verify_total > listed:
             return f"{listed} of {self.verify_total} file(s) listed (every one not ok)"
         return f"{listed} file(s)"
+
+
+@dataclass(frozen=True)
+class ResumeScenario:
+    """One kill scenario of the last resume run, as numbers a picture can be drawn from."""
+
+    name: str
+    ran: bool
+    killed_after: int | None  # the last step the killed run logged
+    durable: int | None  # the newest complete checkpoint when it was killed
+    relaunch_first: int | None
+    relaunch_last: int | None
+    compared: int | None
+    first_mismatch: int | None
+    relaunch_failed: bool
+    signal: str | None
+    reference_last: int | None  # the uninterrupted run's last step
+
+    @property
+    def passed(self) -> bool:
+        return self.ran and not self.relaunch_failed and self.first_mismatch is None
 
 
 def _int(value: Any) -> int | None:
@@ -145,6 +169,51 @@ def _verify(
 
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "note": 2}
+
+
+def _resume(report: Mapping[str, Any] | None) -> list[ResumeScenario]:
+    block = _mapping(_mapping(report).get("resume"))
+    scenarios = block.get("scenarios")
+    runs = [r for r in block.get("runs") or [] if isinstance(r, Mapping)]
+    signals = [_text(r.get("signal_sent")) or None for r in runs if r.get("label") != "reference"]
+    items = [s for s in scenarios if isinstance(s, Mapping)] if isinstance(scenarios, list) else []
+    last = max((_int(s.get("relaunch_last_step")) or 0 for s in items), default=0) or None
+    found = []
+    for s in items:
+        named = _text(s.get("scenario"))
+        signal = next((sig for sig in signals if sig and sig in named), None)
+        found.append(
+            ResumeScenario(
+                name=named,
+                ran=bool(s.get("ran")),
+                killed_after=_int(s.get("killed_after_step")),
+                durable=_int(s.get("durable_checkpoint_step")),
+                relaunch_first=_int(s.get("relaunch_first_step")),
+                relaunch_last=_int(s.get("relaunch_last_step")),
+                compared=_int(s.get("compared_steps")),
+                first_mismatch=_int(s.get("first_mismatch")),
+                relaunch_failed=bool(s.get("relaunch_failed")),
+                signal=signal,
+                reference_last=last,
+            )
+        )
+    return found
+
+
+def _verify_report(
+    reports: Mapping[str, Mapping[str, Any]], mtimes: Mapping[str, float]
+) -> tuple[Mapping[str, Any] | None, str]:
+    """The one report verify's section is drawn from, and its gate: ``rentcheck pull``
+    verifies too and keeps its table in the pull report, so the newer of the two."""
+    candidates = [
+        (mtimes.get(gate, 0.0), gate)
+        for gate in ("verify", "pull")
+        if isinstance(_mapping(reports.get(gate)).get("verify"), Mapping)
+    ]
+    if not candidates:
+        return None, "verify"
+    _, gate = max(candidates)
+    return reports[gate], gate
 
 
 def _rule_groups(reports: Mapping[str, Mapping[str, Any]]) -> list[RuleGroup]:
@@ -211,14 +280,21 @@ def gather(root: str, inputs: Sequence[str] = ()) -> Lifecycle:
     ledger = read_ledger(root)
     reports, problems = last_reports(root)
     problems = [*ledger.problems, *problems]
+    named: set[str] = set()
     for path in inputs:
         document = read_report(path, problems)
         if document is not None:
             gate = document.get("gate")
             name = gate.get("name") if isinstance(gate, Mapping) else None
-            reports[_text(name or document.get("command") or path)] = document
+            gate_name = _text(name or document.get("command") or path)
+            reports[gate_name] = document
+            named.add(gate_name)
     audit = reports.get("audit")
-    files, verify_root, verify_total = _verify(reports.get("verify"))
+    mtimes = _kept_times(root)
+    for gate in named:  # named on the command line: newer than anything kept
+        mtimes[gate] = float("inf")
+    verify_report, verify_via = _verify_report(reports, mtimes)
+    files, verify_root, verify_total = _verify(verify_report)
     return Lifecycle(
         project=os.path.abspath(root),
         generated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -231,6 +307,22 @@ def gather(root: str, inputs: Sequence[str] = ()) -> Lifecycle:
         verify_files=files,
         verify_root=verify_root,
         verify_total=verify_total,
+        verify_via=verify_via,
         rules=_rule_groups(reports),
         problems=problems,
+        resume=_resume(reports.get("resume")),
     )
+
+
+def _kept_times(root: str) -> dict[str, float]:
+    """When each gate's kept report was written (its file's mtime)."""
+    import contextlib
+    import os
+
+    from rentcheck.report.lastrun import LAST_DIR
+
+    times: dict[str, float] = {}
+    for gate in ("verify", "pull"):
+        with contextlib.suppress(OSError):
+            times[gate] = os.stat(os.path.join(root, LAST_DIR, f"{gate}.json")).st_mtime
+    return times

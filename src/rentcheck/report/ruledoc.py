@@ -18,6 +18,7 @@ __all__ = [
     "DOCS_DIR",
     "doc_filename",
     "doc_url",
+    "example_block",
     "index_markdown",
     "render_docs",
     "rule_markdown",
@@ -53,6 +54,11 @@ def _fenced(text: str, language: str) -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{language}\n{text.rstrip()}\n{fence}"
+
+
+def example_block(rule: Rule, text: str) -> str:
+    """``text`` (one of the rule's examples) as a fenced block in the rule family's language."""
+    return _fenced(text, _FENCE_LANGUAGE.get(rule.family, "text"))
 
 
 def rule_markdown(rule: Rule) -> str:

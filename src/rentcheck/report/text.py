@@ -29,8 +29,9 @@ def finding_line(finding: Finding, color: bool = False) -> str:
 
 def render_concise(report: Report, color: bool) -> str:
     lines = [finding_line(f, color) for f in report.findings]
-    lines.append(report.summary_text())
-    return "\n".join(lines) + "\n"
+    if not report.quiet:
+        lines.append(report.summary_text())
+    return "".join(line + "\n" for line in lines)
 
 
 def render_full(report: Report, color: bool) -> str:
@@ -42,5 +43,7 @@ def render_full(report: Report, color: bool) -> str:
             lines.append(f"  = {finding.severity.label} [{rule.name}]")
             lines.append(f"  help: {rule.fix}")
         lines.append("")
+    if report.quiet:
+        return "".join(line + "\n" for line in lines[:-1])  # no blank line after the last
     lines.append(report.summary_text())
     return "\n".join(lines) + "\n"

@@ -1,0 +1,148 @@
+"""The resume gate's kill scenarios as inline SVG timelines, one picture per scenario.
+
+Each picture has one axis of optimizer steps and two rows: the run that was killed (its steps,
+then the kill and its signal) and the relaunch (the step it continued from, to its last). The
+newest complete checkpoint at the kill is a green line through both rows: a relaunch that
+continues right after it lost nothing; one that starts elsewhere, or steps whose losses differ
+from the uninterrupted run, are drawn red. Only numbers and escaped text from the report reach
+the markup: no script, no link, no external reference.
+"""
+
+from __future__ import annotations
+
+import html
+
+from rentcheck.report.lifecycle import ResumeScenario
+from rentcheck.sanitise import sanitise
+
+__all__ = ["resume_svg"]
+
+WIDTH, HEIGHT = 720, 150
+LEFT, RIGHT = 120, 110  # room on the right for the last label
+ROW_KILLED, ROW_RELAUNCH, AXIS = 34, 78, 112
+GREY, GREEN, RED, CKPT, INK = "#7a8796", "#5fb884", "#d9443c", "#17803d", "#1d232a"
+
+
+def _e(value: object) -> str:
+    return html.escape(sanitise(str(value)), quote=True)
+
+
+def _last_step(s: ResumeScenario) -> int:
+    steps = [s.killed_after, s.durable, s.relaunch_first, s.relaunch_last, s.reference_last]
+    return max([n for n in steps if n is not None] or [1])
+
+
+def _x(step: float, last: int) -> float:
+    return round(LEFT + (WIDTH - LEFT - RIGHT) * step / (last + 1), 1)
+
+
+def _bar(first: int, last: int, y: int, color: str, top: int) -> str:
+    x0, x1 = _x(first - 0.5, top), _x(last + 0.5, top)
+    return (
+        f'<rect x="{x0}" y="{y - 9}" width="{max(2.0, round(x1 - x0, 1))}" height="18" rx="3" '
+        f'fill="{color}"/>'
+    )
+
+
+def _text(x: float, y: float, text: str, *, anchor: str = "start", color: str = INK) -> str:
+    return (
+        f'<text x="{x}" y="{y}" font-size="11" fill="{color}" text-anchor="{anchor}">'
+        f"{_e(text)}</text>"
+    )
+
+
+def _axis(top: int) -> str:
+    every = max(1, -(-top // 12))  # at most ~12 tick labels
+    parts = [
+        f'<line x1="{LEFT}" y1="{AXIS}" x2="{WIDTH - RIGHT}" y2="{AXIS}" stroke="{GREY}"/>',
+        _text(LEFT - 8, AXIS + 4, "step", anchor="end", color=GREY),
+    ]
+    for step in range(0, top + 1, every):
+        x = _x(step, top)
+        parts.append(f'<line x1="{x}" y1="{AXIS}" x2="{x}" y2="{AXIS + 4}" stroke="{GREY}"/>')
+        parts.append(_text(x, AXIS + 16, str(step), anchor="middle", color=GREY))
+    return "".join(parts)
+
+
+def _summary(s: ResumeScenario) -> str:
+    if not s.ran:
+        return f"{s.name}: not exercised"
+    said = f"{s.name}: killed after step {s.killed_after}, newest complete checkpoint {s.durable}"
+    if s.relaunch_failed:
+        return said + "; the relaunch failed"
+    said += f"; relaunched at step {s.relaunch_first}"
+    if s.compared is not None:
+        said += f"; {s.compared} steps compared with the uninterrupted run, " + (
+            "all equal"
+            if s.first_mismatch is None
+            else f"first difference at step {s.first_mismatch}"
+        )
+    return said
+
+
+def resume_svg(s: ResumeScenario) -> str:
+    """One scenario as an ``<svg>`` element (its ``<title>`` says the same in words)."""
+    summary = _summary(s)
+    head = (
+        f'<svg class="resume" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+        f'xmlns="http://www.w3.org/2000/svg" aria-label="{_e(summary)}"><title>{_e(summary)}'
+        "</title>"
+    )
+    if not s.ran or s.killed_after is None:
+        return head + _text(LEFT, ROW_KILLED, "not exercised", color=GREY) + "</svg>"
+    top = _last_step(s)
+    parts = [
+        _text(LEFT - 8, ROW_KILLED + 4, "killed run", anchor="end"),
+        _text(LEFT - 8, ROW_RELAUNCH + 4, "relaunch", anchor="end"),
+        _bar(1, s.killed_after, ROW_KILLED, GREY, top),
+    ]
+    kill = _x(s.killed_after + 0.5, top)
+    parts.append(
+        f'<path d="M{kill - 6} {ROW_KILLED - 6}l12 12M{kill + 6} {ROW_KILLED - 6}l-12 12" '
+        f'stroke="{RED}" stroke-width="3" class="kill"/>'
+    )
+    said = f"{s.signal or 'kill'} after step {s.killed_after}"
+    right = kill > WIDTH * 0.6  # near the right edge: the label runs leftwards
+    parts.append(
+        _text(
+            kill - 10 if right else kill + 10,
+            ROW_KILLED - 12,
+            said,
+            anchor="end" if right else "start",
+        )
+    )
+    if s.durable is not None:
+        at = _x(s.durable + 0.5, top)
+        parts.append(
+            f'<line class="checkpoint" x1="{at}" y1="{ROW_KILLED - 16}" x2="{at}" '
+            f'y2="{ROW_RELAUNCH + 14}" stroke="{CKPT}" stroke-width="2" stroke-dasharray="4 3"/>'
+        )
+        parts.append(
+            _text(at - 4, ROW_RELAUNCH + 26, f"checkpoint {s.durable}", anchor="end", color=CKPT)
+        )
+    if s.relaunch_failed or s.relaunch_first is None:
+        parts.append(_text(LEFT + 4, ROW_RELAUNCH + 4, "relaunch FAILED", color=RED))
+    else:
+        resumed_right = s.durable is None or s.relaunch_first == s.durable + 1
+        color = GREEN if resumed_right else RED
+        last = s.relaunch_last if s.relaunch_last is not None else s.relaunch_first
+        parts.append(
+            _bar(s.relaunch_first, last, ROW_RELAUNCH, color, top).replace(
+                "<rect ", '<rect class="relaunch" ', 1
+            )
+        )
+        if s.first_mismatch is not None:
+            x = _x(s.first_mismatch, top)
+            parts.append(
+                f'<line x1="{x}" y1="{ROW_RELAUNCH - 12}" x2="{x}" y2="{ROW_RELAUNCH + 12}" '
+                f'stroke="{RED}" stroke-width="3"/>'
+            )
+        verdict = (
+            f"{s.compared} steps equal"
+            if s.compared is not None and s.first_mismatch is None
+            else f"differs at step {s.first_mismatch}"
+            if s.first_mismatch is not None
+            else ""
+        )
+        parts.append(_text(_x(last + 0.5, top) + 6, ROW_RELAUNCH + 4, verdict))
+    return head + "".join(parts) + _axis(top) + "</svg>"
