@@ -62,6 +62,8 @@ _SHAPE = {
     "memory": dict,
     "gpu": dict,
     "unreadable": list,
+    "jobs": dict,  # teardown mode: key -> the process fact
+    "paths": dict,  # teardown mode: path -> real path and whether it exists
 }
 
 

@@ -254,8 +254,41 @@ def job_facts(request: FactDict) -> FactDict:
     return facts
 
 
+def _real(path: str) -> FactDict:
+    """Where a recorded path is on the box now: its real path, or that nothing is there."""
+    full = os.path.expanduser(path)
+    try:
+        os.lstat(full)
+    except FileNotFoundError:
+        return {"real": os.path.realpath(full), "exists": False}
+    return {"real": os.path.realpath(full), "exists": True}
+
+
+def teardown_facts(request: FactDict) -> FactDict:
+    """For teardown: is each recorded job alive (pid + start ticks + its group), and where
+    are the recorded paths and the pulled root now (real paths, symlinks resolved)."""
+    probe = Probe(request)
+    facts = {"schema": JOB_SCHEMA, "now": time.time(), "jobs": {}, "paths": {}}  # type: FactDict
+    for key, status in sorted((request.get("jobs") or {}).items()):
+        try:
+            facts["jobs"][key] = bounded(probe.limit(10), process, status)
+        except Exception as exc:  # unknown is not ended: the caller refuses on a missing key
+            probe.note("job " + key, exc)
+    for path in [*sorted(request.get("paths") or []), str(request.get("root") or "")]:
+        if not path:
+            continue
+        try:
+            facts["paths"][path] = bounded(probe.limit(5), _real, path)
+        except Exception as exc:
+            probe.note("path " + path, exc)
+    facts["unreadable"] = probe.unreadable
+    return facts
+
+
 def job_main(argv: List[str]) -> None:
-    facts = job_facts(json.loads(argv[0]))
+    request = json.loads(argv[0])
+    teardown = request.get("mode") == "teardown"
+    facts = teardown_facts(request) if teardown else job_facts(request)
     sys.stdout.write(json.dumps(facts, sort_keys=True, default=str) + "\n")
     sys.stdout.flush()
     os._exit(0)  # a reader thread stuck on a hung mount must not keep the probe alive

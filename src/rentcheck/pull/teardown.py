@@ -36,6 +36,7 @@ from rentcheck.pull.teardown_rules import (
 if TYPE_CHECKING:
     from rentcheck.box.transport import Box
     from rentcheck.profiles.model import Profile
+    from rentcheck.pull.teardown_record import RecordVerdict
 
 __all__ = [
     "BoxNow",
@@ -121,6 +122,7 @@ class BoxNow:
     files: dict[str, tuple[int, int, str | None]]
     unfinished: tuple[str, ...] = ()  # leftovers of writes in progress on the box
     hashed: int = 0
+    reread: bool = False  # True: read on the box just now (--host); False: a roster file
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,15 @@ class TeardownResult:
     changed: tuple[str, ...] = ()
     gone_on_box: tuple[str, ...] = ()
     hashed_on_box: int = 0
+    # Evidence counters ("no evidence, no pass"): the box was re-read over --host just now;
+    # of the jobs the ledger records as launched there, how many the box proved ended; of
+    # the recorded directories, how many lie inside the pulled root (or are gone).
+    box_reread: bool = False
+    files_on_box_now: int = 0
+    jobs_recorded: int = 0
+    jobs_proved_ended: int = 0
+    paths_recorded: int = 0
+    paths_covered: int = 0
 
     @property
     def passed(self) -> bool:
@@ -158,6 +169,12 @@ class TeardownResult:
             "changed_on_box": list(self.changed),
             "gone_on_box": list(self.gone_on_box),
             "hashed_on_box": self.hashed_on_box,
+            "box_reread": self.box_reread,
+            "files_on_box_now": self.files_on_box_now,
+            "jobs_recorded": self.jobs_recorded,
+            "jobs_proved_ended": self.jobs_proved_ended,
+            "paths_recorded": self.paths_recorded,
+            "paths_covered": self.paths_covered,
             "meter_stop": self.plan.to_dict(),
             "runs_platform_commands": False,
         }
@@ -232,7 +249,7 @@ def read_box_now(
         sha = WRITING if path in hashed.unstable else entry["sha256"] if entry else None
         files[path] = (f.size, f.mtime_ns, sha)
     where = root if box.name == "local" else f"{box.name}:{root}"
-    return BoxNow(where, files, tuple(sorted(tree.leftovers)), len(hashed.entries))
+    return BoxNow(where, files, tuple(sorted(tree.leftovers)), len(hashed.entries), reread=True)
 
 
 def _local_rehash(root: str, marker: VerifiedMarker) -> list[Finding]:
@@ -262,9 +279,11 @@ def check_teardown(
     approved: bool = False,
     unreadable: str | None = None,
     rehash: bool = False,
+    recorded: RecordVerdict | None = None,
 ) -> TeardownResult:
     """Judge whether the meter may be stopped, from the box ``now`` (None: ``unreadable``
-    says why it could not be read); reads local files only."""
+    says why it could not be read) and what the ledger records about it (``recorded``: its
+    jobs proved ended, its directories covered); reads local files only."""
     path, root = marker_path(os.fspath(verified))
     findings: list[Finding] = []
     marker, why = read_marker(verified)
@@ -329,6 +348,8 @@ def check_teardown(
         for d in drift:
             shown = os.path.join(root, d.path) if d.path else root
             findings.append(record.replace(d, path=shown))
+    if recorded is not None:
+        findings += recorded.findings
     if not findings and not approved:
         destroys = "; ".join(plan.destroys) or "no storage tier"
         findings.append(
@@ -355,6 +376,12 @@ def check_teardown(
         changed=tuple(changed),
         gone_on_box=tuple(gone),
         hashed_on_box=0 if now is None else now.hashed,
+        box_reread=now is not None and now.reread,
+        files_on_box_now=0 if now is None else len(now.files),
+        jobs_recorded=0 if recorded is None else recorded.jobs_recorded,
+        jobs_proved_ended=0 if recorded is None else recorded.jobs_proved_ended,
+        paths_recorded=0 if recorded is None else recorded.paths_recorded,
+        paths_covered=0 if recorded is None else recorded.paths_covered,
     )
 
 
@@ -378,6 +405,12 @@ def describe(result: TeardownResult, *, order_met: bool = True) -> str:
             f"box now ({result.box_now}): {len(result.added)} added, {len(result.changed)} "
             f"changed, {len(result.gone_on_box)} gone since the pull; "
             f"{result.hashed_on_box} file(s) hashed there"
+        )
+    if result.jobs_recorded or result.paths_recorded:
+        lines.append(
+            f"ledger: {result.jobs_proved_ended} of {result.jobs_recorded} launched job(s) "
+            f"proved ended on the box; {result.paths_covered} of {result.paths_recorded} "
+            "recorded director(ies) inside the verified pull"
         )
     if result.passed and order_met:
         lines.append("teardown gate passed: you may now stop the meter yourself.")
