@@ -224,6 +224,10 @@ def _transfer_until_still(
         for path in sorted(hashed.missing):
             message = "vanished from the box while it was pulled"
             outcome.findings.append(_finding(CHANGED_DURING_PULL, message, path))
+        for path, why in sorted(hashed.unreadable.items()):
+            vanished.add(path)
+            message = f"changed on the box while it was pulled, then could not be read: {why}"
+            outcome.findings.append(_finding(CHANGED_DURING_PULL, message, path))
         # Files that changed even while they were hashed wait for the next round.
         wants = [Want(p, int(hashed.entries[p]["size"])) for p in sorted(hashed.entries)]
         outcome.repulled += sorted(hashed.entries)

@@ -16,6 +16,7 @@ halves; the transport bounds a command's output).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import posixpath
 import zlib
@@ -81,10 +82,10 @@ try:
                 left.append([rel, st.st_size, st.st_mtime_ns])
             else:
                 st = os.stat(path)
-                files.append([rel, st.st_size, st.st_mtime_ns])
+                files.append([rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
         answer(head, json.dumps({"files": files, "leftovers": left}).encode())
     else:
-        found, missing, unstable = [], [], []
+        found, missing, unstable, unreadable = [], [], [], {}
         for rel in req["paths"]:
             path = os.path.join(root, rel)
             if not os.path.isfile(path):
@@ -94,7 +95,12 @@ try:
                 found.append(b.hash_file(rel, os.path.realpath(path), False))
             except b.BuildError:  # it changed while it was read: still being written
                 unstable.append(rel)
-        doc = {"files": found, "missing": missing, "unstable": unstable}
+            except FileNotFoundError:  # gone between the check and the open
+                missing.append(rel)
+            except OSError as exc:  # unreadable: the caller must not count it unchanged
+                unreadable[rel] = str(exc)
+        doc = {"files": found, "missing": missing, "unstable": unstable,
+               "unreadable": unreadable}
         answer(head, json.dumps(doc).encode())
 except b.BuildError as exc:
     answer({"ok": False, "error": exc.message, "hint": exc.hint})
@@ -179,6 +185,8 @@ def build_roster(
 class BoxFile:
     size: int
     mtime_ns: int
+    ctime_ns: int = 0  # 0: not known (a leftover); ctime cannot be set back by utime
+    ino: int = 0
 
 
 @dataclass(frozen=True)
@@ -193,7 +201,7 @@ class BoxTree:
 def stat_roster(box: Box, remote_root: str, *, timeout: float = DEFAULT_TIMEOUT) -> BoxTree:
     head, data = _ask(box, {"mode": "stat", "root": remote_root}, timeout, "re-reading the box")
     doc = json.loads(data)
-    files = {str(p): BoxFile(int(s), int(m)) for p, s, m in doc["files"]}
+    files = {str(row[0]): BoxFile(*(int(n) for n in row[1:5])) for row in doc["files"]}
     left = {str(p): BoxFile(int(s), int(m)) for p, s, m in doc["leftovers"]}
     return BoxTree(files, left, str(head["root"]))
 
@@ -201,11 +209,12 @@ def stat_roster(box: Box, remote_root: str, *, timeout: float = DEFAULT_TIMEOUT)
 @dataclass(frozen=True)
 class Hashed:
     """Roster entries by path (hashed on the box now), paths not there, paths that changed
-    while they were read (still being written)."""
+    while they were read (still being written), paths that could not be read (and why)."""
 
     entries: dict[str, dict[str, Any]]
     missing: frozenset[str] = frozenset()
     unstable: frozenset[str] = frozenset()
+    unreadable: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def hash_files(
@@ -221,6 +230,7 @@ def hash_files(
         {str(e["path"]): e for e in doc["files"]},
         frozenset(str(p) for p in doc["missing"]),
         frozenset(str(p) for p in doc["unstable"]),
+        {str(p): str(why) for p, why in (doc.get("unreadable") or {}).items()},
     )
 
 

@@ -95,11 +95,14 @@ def _box_now(
     )
     from rentcheck.pull.teardown_record import RecordNow, ask_box
 
+    if marker is None:  # nothing to compare with: RC801 says so
+        return None, RecordNow(unreadable="no verified pull, so the box was not asked")
     if request.manifest_now is not None:
         why = "--manifest-now says nothing about processes: run teardown with --host HOST"
-        return box_now_from_manifest(request.manifest_now), RecordNow(unreadable=why)
-    if marker is None or request.host is None:  # nothing to compare with: RC801 says so
-        return None, RecordNow(unreadable="no verified pull, so the box was not asked")
+        pulled = pulled_roster(marker_path(request.verified)[1], marker)
+        return box_now_from_manifest(request.manifest_now, pulled), RecordNow(unreadable=why)
+    if request.host is None:
+        return None, RecordNow(unreadable="no --host, so the box was not asked")
     root = _remote_root(request, marker)
     if not root:
         raise UsageError(
