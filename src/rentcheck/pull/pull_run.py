@@ -69,6 +69,7 @@ class PullOutcome:
     method: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
     repulled: list[str] = field(default_factory=list)
+    refetched: list[str] = field(default_factory=list)  # stale here: fetched again whole
     seconds: float = 0.0
 
     @property
@@ -90,6 +91,7 @@ class PullOutcome:
             "bytes_sent": sum(a.bytes for a in self.attempts),
             "attempts": [a.to_dict() for a in self.attempts],
             "repulled": self.repulled,
+            "refetched": self.refetched,
             "seconds": round(self.seconds, 3),
         }
 
@@ -182,9 +184,16 @@ def _transfer_until_still(
     """Transfer, re-read the box, re-pull what changed meanwhile (whole), up to ROUNDS times.
     The roster with re-hashed entries (None: the box's roster held)."""
 
+    from rentcheck.pull.stale import stale_local_files
+
     assert outcome.manifest is not None  # noqa: S101 - set by the caller
     doc: dict[str, Any] | None = None
-    wants = [Want(e.path, e.size) for e in outcome.manifest.files]
+    local_root = os.path.abspath(request.local_root)
+    stale = stale_local_files(local_root, outcome.manifest)
+    wants = [Want(e.path, e.size) for e in outcome.manifest.files if e.path not in stale]
+    # Rewritten on the box since the local copy was made: no append repairs them.
+    whole = [Want(e.path, e.size) for e in outcome.manifest.files if e.path in stale]
+    outcome.refetched = sorted(stale)
     vanished: set[str] = set()
     for round_ in range(ROUNDS + 1):
         if wants and _transfer_failed(
@@ -197,6 +206,17 @@ def _transfer_until_still(
             round_=round_,
         ):
             return doc
+        if whole and _transfer_failed(
+            request,
+            endpoint=endpoint,
+            wants=whole,
+            outcome=outcome,
+            progress=None,
+            deadline=deadline,
+            round_=round_ + 1,  # whole files, to a temp name, renamed when complete
+        ):
+            return doc
+        whole = []
         box = endpoint.open()
         tree = _stat_with_retry(endpoint, box, request.timeout)
         entries_now = outcome.manifest.files if doc is None else _entries(doc)

@@ -206,6 +206,7 @@ def rsync_command(
         "--from0",
         "--times",
         "--partial",
+        "--copy-links",  # a symlink the roster lists (inside ROOT) arrives as its target's bytes
         "--timeout=60",
         "--out-format=%i\t%l\t%b\t%n",
     ]
@@ -355,11 +356,16 @@ def _ranged_try(
             os.makedirs(os.path.dirname(final), exist_ok=True)
             # A whole-file re-pull goes to a temp name beside it, renamed when complete.
             target = final if append else _temp_name(final)
-            have = _local_size(local_root, os.path.relpath(target, local_root))
+            # A whole-file fetch starts its temp from byte 0: what an earlier try left
+            # there may be of another version.
+            have = _local_size(local_root, w.path) if append else 0
             if have >= w.size and append:
                 done_files += 1
                 continue
-            fd = _open_local(target, truncate=False)
+            if have and not _same_prefix(box, endpoint, w.path, final, have):
+                have = 0  # rewritten on the box since this part arrived: start again
+                os.truncate(final, 0)
+            fd = _open_local(target, truncate=not append)
             try:
                 offset = have
                 while offset < w.size:
@@ -391,6 +397,42 @@ def _ranged_try(
     finally:
         attempt.seconds = time.monotonic() - started
     return attempt
+
+
+# SHA-256 of the first COUNT bytes of one file on the box (the prefix a resume builds on).
+_PREFIX = (
+    "import hashlib, sys\n"
+    "h = hashlib.sha256(); left = int(sys.argv[2])\n"
+    "with open(sys.argv[1], 'rb') as f:\n"
+    "    while left > 0:\n"
+    "        b = f.read(min(left, 1 << 20))\n"
+    "        if not b: break\n"
+    "        h.update(b); left -= len(b)\n"
+    "print(h.hexdigest())\n"
+)
+
+
+def _same_prefix(box: Box, endpoint: Endpoint, rel: str, local: str, count: int) -> bool:
+    """Whether the local part equals the box file's first ``count`` bytes (both hashed)."""
+    import hashlib
+
+    from rentcheck.pull.remote_roster import remote_path
+
+    path = remote_path(endpoint.root, rel)
+    script = f"exec python3 -I -S -c {shlex.quote(_PREFIX)} {shlex.quote(path)} {count}"
+    result = box.run(script, timeout=600.0, label=f"hashing the start of {rel!r}")
+    if not result.ok:
+        return False
+    digest = hashlib.sha256()
+    with open(local, "rb") as handle:
+        left = count
+        while left > 0:
+            chunk = handle.read(min(left, 1 << 20))
+            if not chunk:
+                break
+            digest.update(chunk)
+            left -= len(chunk)
+    return result.stdout.decode("ascii", "replace").strip() == digest.hexdigest()
 
 
 def _temp_name(final: str) -> str:
