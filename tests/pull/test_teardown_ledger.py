@@ -11,10 +11,12 @@ state the test holds for as long as it likes.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
 import pwd
 import signal
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -198,8 +200,12 @@ def test_unknown_is_not_ended_manifest_now_and_a_launch_without_start_time(
     session = box.job()
     box.finish(session)
     box.pull(box.run, "results")
-    now = tmp_path / "now.json"
-    now.write_bytes((box.project / "results" / "PULL_MANIFEST.json").read_bytes())
+    now = tmp_path / "now.json"  # the roster as rebuilt on the box an hour later
+    doc = json.loads((box.project / "results" / "PULL_MANIFEST.json").read_text())
+    built = datetime.datetime.fromisoformat(doc["created_at"])
+    doc["created_at"] = (built + datetime.timedelta(hours=1)).isoformat()
+    doc["run_id"] = "rebuilt"
+    now.write_text(json.dumps(doc))
     code, doc = box.teardown("results", "--manifest-now", str(now))
     unproved = errors(doc)["RC808"]
     assert code == 1 and {r["details"].get("session") for r in unproved} == {session}
@@ -229,3 +235,49 @@ def test_a_passed_teardown_ends_the_boxs_record(box: Box) -> None:
     code, doc = box.teardown("results", "--host", "box", *box.ssh)
     assert code == 0, doc["results"]
     assert doc["teardown"]["jobs_recorded"] == 0
+
+
+def test_a_job_launched_from_another_project_is_found_on_the_box(
+    box: Box, cli: Any, tmp_path: Path
+) -> None:
+    session = box.job()  # launched from box.project: its ledger, not the one below
+    other = tmp_path / "other-project"
+    other.mkdir()
+    pulled = cli("pull", f"box:{box.run}", "results", *box.ssh, cwd=other)
+    assert pulled.code == 0, pulled.out + pulled.err
+    teardown = (
+        "teardown", "--host", "box", *box.ssh, "--verified", "results", "--profile", "runpod",
+        "--approve", "--output-format", "json",
+    )  # fmt: skip
+    res = cli(*teardown, cwd=other)
+    doc = json.loads(res.out)
+    assert res.code == 1 and set(errors(doc)) == {"RC806"}
+    [found] = errors(doc)["RC806"]
+    assert f"job {session}" in found["message"] and found["details"]["source"] == "box"
+    assert doc["teardown"]["jobs_recorded"] == 0 and doc["teardown"]["box_processes_checked"]
+    box.finish(session)
+    assert cli("pull", f"box:{box.run}", "results", *box.ssh, cwd=other).code == 0
+    assert cli(*teardown, cwd=other).code == 0
+
+
+def test_a_process_rentcheck_did_not_start_writing_under_the_root_refuses(box: Box) -> None:
+    log = box.run / "train.log"
+    log.write_text("step=1\n")
+    box.pull(box.run, "results")
+    # Started by hand (no launch, no ledger line): it holds the log open to append.
+    writer = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nf = open(sys.argv[1], 'a')\n"
+         "print('open', flush=True)\ntime.sleep(600)\n", str(log)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "open\n"
+        code, doc = box.teardown("results", "--host", "box", *box.ssh)
+        assert code == 1 and set(errors(doc)) == {"RC809"}
+        [held] = errors(doc)["RC809"]
+        assert held["details"]["pid"] == writer.pid and held["path"] == str(log)
+        assert f"kill -TERM {writer.pid}" in held["message"]
+    finally:
+        writer.kill()
+        writer.wait()
+    assert box.teardown("results", "--host", "box", *box.ssh)[0] == 0

@@ -156,6 +156,7 @@ class TeardownResult:
     jobs_proved_ended: int = 0
     paths_recorded: int = 0
     paths_covered: int = 0
+    box_processes_checked: bool = False  # the box listed every rentcheck job and writer
 
     @property
     def passed(self) -> bool:
@@ -184,6 +185,7 @@ class TeardownResult:
             "jobs_proved_ended": self.jobs_proved_ended,
             "paths_recorded": self.paths_recorded,
             "paths_covered": self.paths_covered,
+            "box_processes_checked": self.box_processes_checked,
             "meter_stop": self.plan.to_dict(),
             "runs_platform_commands": False,
         }
@@ -478,6 +480,7 @@ def check_teardown(
         jobs_proved_ended=0 if recorded is None else recorded.jobs_proved_ended,
         paths_recorded=0 if recorded is None else recorded.paths_recorded,
         paths_covered=0 if recorded is None else recorded.paths_covered,
+        box_processes_checked=recorded is not None and recorded.box_processes_checked,
     )
 
 

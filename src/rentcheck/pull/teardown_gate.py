@@ -119,7 +119,7 @@ def _box_now(
         )
         # The jobs first, the files after: a job proved ended before the re-read cannot
         # write anything the re-read misses.
-        asked = RecordNow() if record.empty else ask_box(box, record, root, timeout=request.timeout)
+        asked = ask_box(box, record, root, timeout=request.timeout)
         now = read_box_now(
             box, root, marker, pulled, rehash=request.rehash, timeout=request.timeout
         )

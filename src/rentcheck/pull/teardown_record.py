@@ -20,6 +20,7 @@ from rentcheck.errors import RemoteError
 from rentcheck.model import Finding
 from rentcheck.pull.teardown_rules import (
     BOX_RECORD_UNPROVED,
+    BOX_WRITER_RUNNING,
     LAUNCHED_JOB_RUNNING,
     RECORDED_PATH_NOT_PULLED,
     TEARDOWN_RULES_BY_CODE,
@@ -97,6 +98,9 @@ class RecordNow:
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     paths: dict[str, dict[str, Any]] = field(default_factory=dict)
     unreadable: str | None = None
+    asked: bool = False  # the box answered: its own job list and its writers count too
+    box_jobs: dict[str, dict[str, Any]] | None = None  # every job dir on the box
+    writers: list[dict[str, Any]] | None = None  # processes writing under the root
 
 
 @dataclass(frozen=True)
@@ -106,14 +110,7 @@ class RecordVerdict:
     jobs_proved_ended: int
     paths_recorded: int
     paths_covered: int
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "jobs_recorded": self.jobs_recorded,
-            "jobs_proved_ended": self.jobs_proved_ended,
-            "paths_recorded": self.paths_recorded,
-            "paths_covered": self.paths_covered,
-        }
+    box_processes_checked: bool = False  # the box listed its jobs and its writers now
 
 
 def _int(value: Any) -> int | None:
@@ -166,18 +163,26 @@ def ask_box(box: Box, record: BoxRecord, root: str, *, timeout: float) -> Record
     """One job-probe exec: the jobs' state and the paths' real places (RecordNow.unreadable
     says why when the box could not be asked)."""
     from rentcheck.box.jobfacts import gather_job
+    from rentcheck.box.launch import JOBS_DIR
 
     request = {
         "mode": "teardown",
         "jobs": {j.key: j.status() for j in record.jobs if None not in (j.pid, j.start_ticks)},
         "paths": sorted({p.path for p in record.paths}),
         "root": root,
+        "jobs_dir": JOBS_DIR,
     }
     try:
         facts = gather_job(box, request, min(timeout, 120.0))
     except RemoteError as exc:
         return RecordNow(unreadable=str(exc))
-    return RecordNow(dict(facts.get("jobs") or {}), dict(facts.get("paths") or {}))
+    return RecordNow(
+        dict(facts.get("jobs") or {}),
+        dict(facts.get("paths") or {}),
+        asked=True,
+        box_jobs=facts.get("box_jobs"),
+        writers=facts.get("writers"),
+    )
 
 
 def _finding(code: str, message: str, path: str | None, **details: Any) -> Finding:
@@ -277,4 +282,71 @@ def judge_record(record: BoxRecord, now: RecordNow, root: str | None, host: str)
                     root=real_root,
                 )
             )
-    return RecordVerdict(tuple(out), len(record.jobs), ended, len(record.paths), covered)
+    checked = False
+    if now.asked:
+        box_findings, checked = _box_findings(record, now, host)
+        out += box_findings
+    return RecordVerdict(tuple(out), len(record.jobs), ended, len(record.paths), covered, checked)
+
+
+def _box_findings(record: BoxRecord, now: RecordNow, host: str) -> tuple[list[Finding], bool]:
+    """What the box itself says, whatever the ledger here holds: a job any rentcheck launch
+    left running there (RC806), a process writing under the root (RC809)."""
+    out: list[Finding] = []
+    named = {(j.pid, j.start_ticks) for j in record.jobs}
+    for session, job in sorted((now.box_jobs or {}).items()):
+        status, proc = job.get("status") or {}, job.get("process") or {}
+        if (status.get("pid"), status.get("start_ticks")) in named:
+            continue  # the ledger's own job: judged above
+        group = int(proc.get("group_alive") or 0)
+        if proc.get("alive") or group:
+            pgid = status.get("pgid") or status.get("pid")
+            out.append(
+                _finding(
+                    LAUNCHED_JOB_RUNNING,
+                    f"job {session} (pid {status.get('pid')}) on {host} is still running and "
+                    "works under the pulled root: launched by rentcheck from another project "
+                    "or under another name (its job directory is on the box). Wait for it "
+                    f"(`rentcheck watch --host {host} --session {session}`) or stop it "
+                    f"(`ssh {host} kill -TERM -- -{pgid}`), then `rentcheck pull` again and "
+                    "rerun teardown",
+                    None,
+                    session=session,
+                    pid=status.get("pid"),
+                    host=host,
+                    group_alive=group,
+                    source="box",
+                )
+            )
+    by_pid: dict[int, list[str]] = {}
+    comm: dict[int, str] = {}
+    for w in now.writers or []:
+        by_pid.setdefault(int(w["pid"]), []).append(str(w["path"]))
+        comm[int(w["pid"])] = str(w.get("comm") or "")
+    for pid, held in sorted(by_pid.items()):
+        shown = ", ".join(sorted(set(held))[:3]) + (" ..." if len(set(held)) > 3 else "")
+        out.append(
+            _finding(
+                BOX_WRITER_RUNNING,
+                f"pid {pid} ({comm[pid]}) on {host} has {shown} open for writing under the "
+                f"pulled root: wait for it to finish or stop it (`ssh {host} kill -TERM "
+                f"{pid}`), then `rentcheck pull` again and rerun teardown",
+                sorted(held)[0],
+                pid=pid,
+                comm=comm[pid],
+                host=host,
+            )
+        )
+    unanswered = [k for k, v in (("jobs", now.box_jobs), ("writers", now.writers)) if v is None]
+    for what in unanswered:
+        words = {"jobs": "the jobs rentcheck launched there", "writers": "its writing processes"}
+        out.append(
+            _finding(
+                BOX_RECORD_UNPROVED,
+                f"{host} did not list {words[what]}: nothing proves the copy is final",
+                None,
+                host=host,
+                fact=what,
+            )
+        )
+    return out, not unanswered

@@ -7,6 +7,7 @@ from rentcheck.model import Applicability, Rule, Severity
 __all__ = [
     "BOX_MANIFEST_UNREADABLE",
     "BOX_RECORD_UNPROVED",
+    "BOX_WRITER_RUNNING",
     "LAUNCHED_JOB_RUNNING",
     "MANIFEST_CHANGED",
     "METER_STOP_IRREVERSIBLE",
@@ -25,6 +26,7 @@ METER_STOP_IRREVERSIBLE = "RC805"
 LAUNCHED_JOB_RUNNING = "RC806"
 RECORDED_PATH_NOT_PULLED = "RC807"
 BOX_RECORD_UNPROVED = "RC808"
+BOX_WRITER_RUNNING = "RC809"
 
 
 TEARDOWN_RULES: tuple[Rule, ...] = (
@@ -180,6 +182,27 @@ TEARDOWN_RULES: tuple[Rule, ...] = (
         example_good="rentcheck teardown --host mybox --verified results/ --profile runpod",
         fix="Make the box reachable and run teardown with --host HOST, so rentcheck can ask "
         "it whether the job ended and where the directory is.",
+        family="teardown",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
+    ),
+    Rule(
+        code=BOX_WRITER_RUNNING,
+        name="box-writer-running",
+        summary=(
+            "A process on the box holds a file under the pulled root open for writing, "
+            "whoever started it."
+        ),
+        why=(
+            "A job started by hand (nohup, a notebook, a second tmux window) is in no ledger, "
+            "but while it has a file under the root open to write, that file can change after "
+            "the box was re-read: the copy is not final. The box's /proc says which process "
+            "holds which file."
+        ),
+        example_bad="pid 5150 (python) has run/train.log open for writing",
+        example_good="no process holds a file under the pulled root open for writing",
+        fix="Wait for the process to finish, or stop it (`ssh HOST kill -TERM PID`), then "
+        "pull again and rerun teardown.",
         family="teardown",
         default_severity=Severity.ERROR,
         fix_applicability=Applicability.NONE,
