@@ -34,6 +34,7 @@ from rentcheck.pull.remote_roster import (
 from rentcheck.pull.transfer import Attempt, Endpoint, Progress, Want, pull_files, unsafe_paths
 from rentcheck.pull.transfer_rules import (
     CHANGED_DURING_PULL,
+    LOCAL_DISK_FULL,
     PULL_INCOMPLETE,
     ROSTER_UNSAFE,
     TRANSFER_RULES_BY_CODE,
@@ -148,7 +149,7 @@ def pull_to(request: PullRequest, progress: Progress | None = None) -> PullOutco
             progress=progress,
             deadline=started + request.deadline_s,
         )
-        if any(f.code == PULL_INCOMPLETE for f in outcome.findings):
+        if any(f.code in (PULL_INCOMPLETE, LOCAL_DISK_FULL) for f in outcome.findings):
             return outcome
         data = roster.data if doc is None else builder.dumps(doc)
         path = os.path.join(local_root, builder.MANIFEST_NAME)
@@ -194,6 +195,10 @@ def _transfer_until_still(
     # Rewritten on the box since the local copy was made: no append repairs them.
     whole = [Want(e.path, e.size) for e in outcome.manifest.files if e.path in stale]
     outcome.refetched = sorted(stale)
+    short = _space_short(local_root, wants, whole)
+    if short is not None:
+        outcome.findings.append(_finding(LOCAL_DISK_FULL, short))
+        return doc
     vanished: set[str] = set()
     for round_ in range(ROUNDS + 1):
         if wants and _transfer_failed(
@@ -284,12 +289,64 @@ def _transfer_failed(
     outcome.attempts += attempts
     if attempts[-1].error is None:
         return False
+    if attempts[-1].disk_full:
+        message = (
+            f"LOCAL_ROOT's disk filled during the transfer ({attempts[-1].error}); "
+            f"{_free_words(os.path.abspath(request.local_root))}: free space and run the pull "
+            "again (what arrived is kept)"
+        )
+        outcome.findings.append(_finding(LOCAL_DISK_FULL, message))
+        return True
     message = (
         f"the transfer did not finish after {len(attempts)} tries: "
         f"{attempts[-1].error}; what arrived is kept, run the pull again"
     )
     outcome.findings.append(_finding(PULL_INCOMPLETE, message))
     return True
+
+
+def _free_bytes(local_root: str) -> int:
+    """Free bytes for this user on LOCAL_ROOT's disk (of its nearest existing parent)."""
+    path = local_root
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def _free_words(local_root: str) -> str:
+    from rentcheck.pull.progress import human_bytes
+
+    try:
+        return f"{human_bytes(_free_bytes(local_root))} free there now"
+    except OSError as exc:
+        return f"its free space cannot be read ({exc.strerror})"
+
+
+def _space_short(local_root: str, wants: list[Want], whole: list[Want]) -> str | None:
+    """Why LOCAL_ROOT's disk cannot take this pull (None: it can): what is still to come
+    (appends: the rest of each file; whole files: all of it, beside the old copy)."""
+    from rentcheck.pull.progress import human_bytes
+
+    needed = sum(max(0, w.size - _local_size(local_root, w.path)) for w in wants)
+    needed += sum(w.size for w in whole)
+    try:
+        free = _free_bytes(local_root)
+    except OSError:
+        return None  # unknown: the transfer names a full disk when it meets one
+    if needed <= free:
+        return None
+    return (
+        f"LOCAL_ROOT ({local_root}) has {human_bytes(free)} free, this pull needs "
+        f"{human_bytes(needed)} more ({needed - free} bytes short): nothing was transferred"
+    )
+
+
+def _local_size(local_root: str, rel: str) -> int:
+    try:
+        return os.lstat(os.path.join(local_root, rel)).st_size
+    except OSError:
+        return 0
 
 
 def _moved(tree: BoxTree, entry: Any) -> bool:

@@ -127,6 +127,21 @@ def remote_program(request: Mapping[str, Any]) -> bytes:
     ).encode()
 
 
+def _login_script_output(stdout: bytes, host: str, what: str) -> None:
+    """RemoteError naming text the box printed before the answer, as audit names it: a
+    login script (motd, an echo in ~/.bashrc) printing for non-interactive commands."""
+    at = stdout.find(b'{"ok": ')
+    if at <= 0:
+        return
+    head = stdout[:at].decode("utf-8", "replace")
+    raise RemoteError(
+        f"{what} on {host}: the box printed {head[:200]!r} before the answer, so it cannot "
+        "be trusted as the roster",
+        hint="a login script that prints text (motd, an echo in ~/.bashrc or ~/.profile) "
+        "does this: print only in interactive shells (case $- in *i*) ... esac)",
+    )
+
+
 def _ask(
     box: Box, request: Mapping[str, Any], timeout: float, what: str
 ) -> tuple[dict[str, Any], bytes]:
@@ -137,6 +152,7 @@ def _ask(
     except ValueError:
         head = None
     if not isinstance(head, dict):
+        _login_script_output(result.stdout, box.name, what)
         if result.exit_status == 127:
             raise UsageError(
                 f"{box.name} has no python3: the roster is built there with it",
