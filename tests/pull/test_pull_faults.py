@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 
 from rentcheck.box.transport import close_all
+from rentcheck.pull import remote_roster
+from rentcheck.pull.manifest import load_manifest
 from rentcheck.pull.transfer import Endpoint, Want, pull_files
 from tests.box import sshdkit
 from tests.box.sshdkit import SshLab
@@ -118,3 +121,27 @@ def test_a_disk_that_fills_during_the_transfer_is_named_at_once_not_retried(
     assert len(attempts) == 1 and waited == []  # no backoff, no second try
     assert attempts[0].disk_full, attempts[0].error
     assert "space" in (attempts[0].error or "").lower()
+
+
+def test_a_roster_too_big_for_one_answer_is_spooled_and_read_in_pieces(
+    lab: SshLab, cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The bound scaled down (a real 16 MiB answer takes ~400,000 files): every answer here
+    # is over it, so the roster, the re-read and the hashes all travel through the spool.
+    monkeypatch.setattr(remote_roster, "INLINE_MAX", 256)
+    monkeypatch.setattr(remote_roster, "SPOOL_PIECE", 1000)
+    run = tmp_path / "run"
+    for n in range(60):
+        (run / f"shard-{n // 10}").mkdir(parents=True, exist_ok=True)
+        (run / f"shard-{n // 10}" / f"part-{n:05d}.bin").write_bytes(os.urandom(64))
+    spools = set(Path(tempfile.gettempdir()).glob("rentcheck-answer-*"))
+    ssh = ("--ssh-config", str(lab.ssh_config))
+    res = cli("pull", f"box:{run}", "results", *ssh, cwd=tmp_path)
+    assert res.code == 0, res.out + res.err
+    assert len(load_manifest(tmp_path / "results" / "PULL_MANIFEST.json").files) == 60
+    res = cli(
+        "teardown", "--host", "box", *ssh, "--verified", "results", "--profile", "runpod",
+        "--approve", "--rehash", cwd=tmp_path,
+    )  # fmt: skip
+    assert res.code == 0, res.out + res.err
+    assert set(Path(tempfile.gettempdir()).glob("rentcheck-answer-*")) == spools  # cleaned up
