@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -14,13 +14,23 @@ from rentcheck.pull.manifest import load_manifest
 from rentcheck.pull.teardown import box_now_from_manifest, check_teardown, meter_stop_plan
 
 
+def later_roster(roster: Path, out: Path, hours: float = 1.0) -> Path:
+    """The roster as rebuilt on the box ``hours`` after the pull: same files, a new run id
+    and a later ``created_at`` (--manifest-now must be newer than the verified pull)."""
+    doc = json.loads(roster.read_text())
+    built = datetime.datetime.fromisoformat(doc["created_at"])
+    doc["created_at"] = (built + datetime.timedelta(hours=hours)).isoformat()
+    doc["run_id"] = "run-0002"
+    out.write_text(json.dumps(doc))
+    return out
+
+
 @pytest.fixture
 def verified(pulled: Path, cli, tmp_path: Path) -> tuple[Path, Path]:
-    """A verified pull and ``now.json``, the manifest as copied from the box again."""
+    """A verified pull and ``now.json``, the roster rebuilt on the box an hour later.
+    (It was the pull's own roster copied: since issue 28 that is refused as stale.)"""
     assert cli("verify", str(pulled)).code == 0
-    now = tmp_path / "now.json"
-    shutil.copy2(pulled / "PULL_MANIFEST.json", now)
-    return pulled, now
+    return pulled, later_roster(pulled / "PULL_MANIFEST.json", tmp_path / "now.json")
 
 
 def teardown(cli, root: Path, now: Path, *args: str):
@@ -104,8 +114,9 @@ def test_a_file_changed_on_the_box_fails_named(verified, cli) -> None:
 
 def test_rebuilt_manifest_with_same_files_and_a_new_run_id_passes(verified, cli, tmp_path) -> None:
     # The bug this gate had: a rebuilt roster (new run id, new created_at) always failed.
-    root, now = verified
-    built = load_manifest(now).created_at.timestamp()
+    root, _ = verified
+    pulled_roster = root / "PULL_MANIFEST.json"
+    built = load_manifest(pulled_roster).created_at.timestamp()
     while time.time() < built + 1:  # a later second: other bytes, other digest
         time.sleep(0.05)
     other = tmp_path / "rebuilt.json"
@@ -113,7 +124,7 @@ def test_rebuilt_manifest_with_same_files_and_a_new_run_id_passes(verified, cli,
         cli("manifest", "build", str(root), "--manifest", str(other), "--run-id", "run-0002").code
         == 0
     )
-    assert load_manifest(other).sha256 != load_manifest(now).sha256
+    assert load_manifest(other).sha256 != load_manifest(pulled_roster).sha256
     res = teardown(cli, root, other, "--profile", "runpod", "--approve", "--output-format", "json")
     assert res.code == 0, res.out
     assert codes(res) == {"RC805"}
@@ -188,8 +199,32 @@ def test_profile_from_the_teardown_section(verified, cli, tmp_path) -> None:
 def test_check_teardown_api_reads_only(verified) -> None:
     root, now = verified
     before = sorted(p.name for p in root.rglob("*"))
-    box_now = box_now_from_manifest(str(now))
+    box_now = box_now_from_manifest(str(now), load_manifest(root / "PULL_MANIFEST.json"))
     plan = meter_stop_plan(None, "shutdown -h now")
     result = check_teardown(root, box_now, plan, approved=True)
     assert result.passed and result.files_checked > 10
     assert sorted(p.name for p in root.rglob("*")) == before
+
+
+def test_manifest_now_must_prove_it_is_newer_than_the_verified_pull(verified, cli, tmp_path):
+    root, _ = verified
+    own = root / "PULL_MANIFEST.json"  # the pull's own roster: it says nothing about the box now
+    res = teardown(cli, root, own, "--profile", "runpod", "--approve", "--output-format", "json")
+    [stale] = [r for r in json.loads(res.out)["results"] if r["code"] == "RC803"]
+    assert res.code == 1 and "is the verified pull's own roster" in stale["message"]
+    # Rebuilt (another run id, other bytes) but no later than the pull's roster: it may
+    # predate the pull.
+    earlier = later_roster(own, tmp_path / "earlier.json", hours=-1)
+    res = teardown(
+        cli, root, earlier, "--profile", "runpod", "--approve", "--output-format", "json"
+    )
+    [stale] = [r for r in json.loads(res.out)["results"] if r["code"] == "RC803"]
+    assert res.code == 1 and "not after the verified pull's roster" in stale["message"]
+    # The pulled root's own roster edited: nothing is left to prove "newer" against.
+    doc = json.loads(own.read_text())
+    doc["run_id"] = "edited"
+    own.write_text(json.dumps(doc))
+    later = later_roster(own, tmp_path / "later.json")
+    res = teardown(cli, root, later, "--profile", "runpod", "--approve",
+                   "--output-format", "json")  # fmt: skip
+    assert res.code == 1 and "RC803" in codes(res)

@@ -177,8 +177,17 @@ def test_tinytrain_pull_and_teardown_on_a_loopback_box(lab: SshLab, tmp_path: Pa
         handle.write(b"x")
     assert failing(teardown("--approve")) == {"RC521": {str(Path("results") / "ckpt-000004.pt")}}
     local.write_bytes(local.read_bytes()[:-1])
-    # Same size and bytes, but its mtime moved: named as changed since verify.
-    assert "RC521" in failing(teardown("--approve"))
+    # Same size and bytes, but its mtime moved: hashed here, the same content, so it passes
+    # (until issue 28 this was RC521: metadata alone failed a copy that lost nothing).
+    assert teardown("--approve").returncode == 0
+    # The same size and mtime over other bytes (as `touch -r` leaves it): ctime moved, so
+    # it is hashed and named, without --rehash.
+    stamp = local.stat()
+    data = local.read_bytes()
+    local.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    os.utime(local, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert failing(teardown("--approve")) == {"RC521": {str(Path("results") / "ckpt-000004.pt")}}
+    local.write_bytes(data)
 
     # No marker: nothing was verified.
     (project / "results" / "PULL_VERIFIED.json").rename(project / "marker.bak")

@@ -63,6 +63,10 @@ _SHAPE = {
     "memory": dict,
     "gpu": dict,
     "unreadable": list,
+    "jobs": dict,  # teardown mode: key -> the process fact
+    "paths": dict,  # teardown mode: path -> real path and whether it exists
+    "box_jobs": dict,  # teardown mode: session -> status and process of every job there
+    "writers": list,  # teardown mode: processes with a file under the root open to write
 }
 
 

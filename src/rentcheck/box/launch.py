@@ -187,6 +187,7 @@ class Launched:
     ckpt_dir: str | None
     command_sha256: str
     detach: str
+    boot_id: str = ""  # the box's boot when it started: a pid from another boot is not it
 
     def evidence(self) -> dict[str, str]:
         """The ledger's evidence of this launch (strings, as the ledger keeps them)."""
@@ -200,6 +201,7 @@ class Launched:
             "log": self.log,
             "checkpoint_dir": self.ckpt_dir or "",
             "detach": self.detach,
+            "boot_id": self.boot_id,
         }
 
 
@@ -273,6 +275,7 @@ def start_job(
             ckpt_dir=status.get("ckpt_dir") or None,
             command_sha256=status["command_sha256"],
             detach=status.get("detach", ""),
+            boot_id=status.get("boot_id", ""),
         )
     except (KeyError, ValueError) as exc:
         raise RemoteError(f"the launch on {box.name} wrote an unreadable status: {exc}") from None

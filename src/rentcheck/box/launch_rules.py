@@ -215,7 +215,8 @@ WATCH_RULES: tuple[Rule, ...] = (
         ),
         example_bad="/root/autodl-tmp 97% used",
         example_good="/root/autodl-tmp 61% used",
-        fix="Delete old checkpoints or caches, or move the run's output to a larger disk.",
+        fix="Free space from caches, and from old checkpoints only once a verified pull holds "
+        "them (`rentcheck pull`), or move the run's output to a larger disk.",
         family="watch",
         default_severity=_W,
         fix_applicability=Applicability.NONE,

@@ -27,8 +27,9 @@ BOX_RULES: tuple[Rule, ...] = (
         example_bad="budget 3 x 8 GiB + 20 GiB = 44 GiB, /root/autodl-tmp has 31 GiB free",
         example_good="budget 44 GiB, /root/autodl-tmp has 180 GiB free",
         fix=(
-            "Free space (old checkpoints, caches), keep fewer checkpoints, or move the path to "
-            "a larger mount; adjust [tool.rentcheck.audit.budget] if the estimate is wrong."
+            "Free space (caches; old checkpoints only once a verified pull holds them), keep "
+            "fewer checkpoints, or move the path to a larger mount; adjust "
+            "[tool.rentcheck.audit.budget] if the estimate is wrong."
         ),
         family="audit",
         default_severity=_E,
@@ -47,8 +48,8 @@ BOX_RULES: tuple[Rule, ...] = (
         example_bad="/root/autodl-fs: 196,000 of 200,000 inodes used (98%)",
         example_good="/root/autodl-fs: 12,000 of 200,000 inodes used (6%)",
         fix=(
-            "Pack small files into shards (tar/WebDataset, Arrow), delete leftovers, or write "
-            "to a filesystem with more inodes."
+            "Pack small files into shards (tar/WebDataset, Arrow), or write to a filesystem "
+            "with more inodes."
         ),
         family="audit",
         default_severity=_E,
@@ -68,7 +69,8 @@ BOX_RULES: tuple[Rule, ...] = (
         example_good="export HF_HOME=/root/autodl-tmp/hf   # on the data disk",
         fix=(
             "Point the cache at the data disk (HF_HOME, TORCH_HOME, PIP_CACHE_DIR, "
-            "CONDA_PKGS_DIRS) or symlink it there, and delete what the small disk already holds."
+            "CONDA_PKGS_DIRS) or symlink it there, and move the caches the small disk already "
+            "holds."
         ),
         family="audit",
         default_severity=_W,

@@ -10,6 +10,7 @@ read runs in a thread with a deadline: a log or checkpoint on a hung mount becom
 from ``/proc``, never by matching command lines, so the probe can never count itself.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -254,8 +255,107 @@ def job_facts(request: FactDict) -> FactDict:
     return facts
 
 
+def _real(path: str) -> FactDict:
+    """Where a recorded path is on the box now: its real path, or that nothing is there."""
+    full = os.path.expanduser(path)
+    try:
+        os.lstat(full)
+    except FileNotFoundError:
+        return {"real": os.path.realpath(full), "exists": False}
+    return {"real": os.path.realpath(full), "exists": True}
+
+
+def teardown_facts(request: FactDict) -> FactDict:
+    """For teardown: is each recorded job alive (pid + start ticks + its group), and where
+    are the recorded paths and the pulled root now (real paths, symlinks resolved)."""
+    probe = Probe(request)
+    facts = {"schema": JOB_SCHEMA, "now": time.time(), "jobs": {}, "paths": {}}  # type: FactDict
+    for key, status in sorted((request.get("jobs") or {}).items()):
+        try:
+            facts["jobs"][key] = bounded(probe.limit(10), process, status)
+        except Exception as exc:  # unknown is not ended: the caller refuses on a missing key
+            probe.note("job " + key, exc)
+    for path in [*sorted(request.get("paths") or []), str(request.get("root") or "")]:
+        if not path:
+            continue
+        try:
+            facts["paths"][path] = bounded(probe.limit(5), _real, path)
+        except Exception as exc:
+            probe.note("path " + path, exc)
+    root = str(request.get("root") or "")
+    real = os.path.realpath(os.path.expanduser(root)) if root else ""
+    if request.get("jobs_dir") and real:
+        try:
+            jobs_dir = str(request["jobs_dir"])
+            facts["box_jobs"] = bounded(probe.limit(10), box_jobs, jobs_dir, real)
+        except Exception as exc:  # unknown: the caller refuses when it is missing
+            probe.note("box_jobs", exc)
+    if real:
+        try:
+            facts["writers"] = bounded(probe.limit(20), writers_under, real)
+        except Exception as exc:
+            probe.note("writers", exc)
+    facts["unreadable"] = probe.unreadable
+    return facts
+
+
+def box_jobs(jobs_dir: str, root: str) -> FactDict:
+    """Every job any ``rentcheck launch`` left on this box (whatever project or alias
+    started it) whose working directory, log or checkpoint directory lies under ``root``:
+    its status numbers and whether its process or group is alive."""
+    found = {}  # type: FactDict
+    directory = os.path.expanduser(jobs_dir)
+    if not os.path.isdir(directory):
+        return found
+    prefix = root.rstrip("/") + "/"
+    for session in sorted(os.listdir(directory)):
+        path = os.path.join(directory, session, "status")
+        try:
+            status = read_status(path)
+        except OSError:
+            continue  # a job directory without a status: nothing was started from it
+        places = [str(status.get(k) or "") for k in ("cwd", "log", "ckpt_dir")]
+        reals = [os.path.realpath(os.path.expanduser(p)) for p in places if p]
+        if any(r == root or r.startswith(prefix) for r in reals):
+            found[session] = {"status": status, "process": process(status)}
+    return found
+
+
+def writers_under(root: str) -> List[FactDict]:
+    """Processes (other than this probe) holding a file under ``root`` open for writing."""
+    prefix = root.rstrip("/") + "/"
+    found = []  # type: List[FactDict]
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        fd_dir = "/proc/%s/fd" % entry
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue  # gone, or not ours to see
+        for fd in fds:
+            try:
+                target = os.readlink(os.path.join(fd_dir, fd))
+                if not target.startswith(prefix):
+                    continue
+                flags = 0
+                for line in _text("/proc/%s/fdinfo/%s" % (entry, fd)).splitlines():
+                    if line.startswith("flags:"):
+                        flags = int(line.split()[1], 8)
+            except (OSError, ValueError):
+                continue
+            if flags & 3:  # O_WRONLY or O_RDWR
+                comm = ""
+                with contextlib.suppress(OSError):
+                    comm = _text("/proc/%s/comm" % entry).strip()
+                found.append({"pid": int(entry), "comm": comm, "path": target})
+    return found
+
+
 def job_main(argv: List[str]) -> None:
-    facts = job_facts(json.loads(argv[0]))
+    request = json.loads(argv[0])
+    teardown = request.get("mode") == "teardown"
+    facts = teardown_facts(request) if teardown else job_facts(request)
     sys.stdout.write(json.dumps(facts, sort_keys=True, default=str) + "\n")
     sys.stdout.flush()
     os._exit(0)  # a reader thread stuck on a hung mount must not keep the probe alive

@@ -165,7 +165,8 @@ def _classify(entry: os.DirEntry[str], rel: str, root_real: str) -> str | None:
         if not _inside(real, root_real):
             raise BuildError(
                 f"symlink {rel!r} points outside ROOT to {real!r}",
-                "copy the target into ROOT or delete the link",
+                "copy the target into ROOT in place of the link: cp --remove-destination "
+                '"$(readlink -f LINK)" LINK',
             )
         try:
             st = os.stat(real)

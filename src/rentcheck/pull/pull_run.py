@@ -34,6 +34,7 @@ from rentcheck.pull.remote_roster import (
 from rentcheck.pull.transfer import Attempt, Endpoint, Progress, Want, pull_files, unsafe_paths
 from rentcheck.pull.transfer_rules import (
     CHANGED_DURING_PULL,
+    LOCAL_DISK_FULL,
     PULL_INCOMPLETE,
     ROSTER_UNSAFE,
     TRANSFER_RULES_BY_CODE,
@@ -69,6 +70,7 @@ class PullOutcome:
     method: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
     repulled: list[str] = field(default_factory=list)
+    refetched: list[str] = field(default_factory=list)  # stale here: fetched again whole
     seconds: float = 0.0
 
     @property
@@ -90,6 +92,7 @@ class PullOutcome:
             "bytes_sent": sum(a.bytes for a in self.attempts),
             "attempts": [a.to_dict() for a in self.attempts],
             "repulled": self.repulled,
+            "refetched": self.refetched,
             "seconds": round(self.seconds, 3),
         }
 
@@ -146,7 +149,7 @@ def pull_to(request: PullRequest, progress: Progress | None = None) -> PullOutco
             progress=progress,
             deadline=started + request.deadline_s,
         )
-        if any(f.code == PULL_INCOMPLETE for f in outcome.findings):
+        if any(f.code in (PULL_INCOMPLETE, LOCAL_DISK_FULL) for f in outcome.findings):
             return outcome
         data = roster.data if doc is None else builder.dumps(doc)
         path = os.path.join(local_root, builder.MANIFEST_NAME)
@@ -182,9 +185,20 @@ def _transfer_until_still(
     """Transfer, re-read the box, re-pull what changed meanwhile (whole), up to ROUNDS times.
     The roster with re-hashed entries (None: the box's roster held)."""
 
+    from rentcheck.pull.stale import stale_local_files
+
     assert outcome.manifest is not None  # noqa: S101 - set by the caller
     doc: dict[str, Any] | None = None
-    wants = [Want(e.path, e.size) for e in outcome.manifest.files]
+    local_root = os.path.abspath(request.local_root)
+    stale = stale_local_files(local_root, outcome.manifest)
+    wants = [Want(e.path, e.size) for e in outcome.manifest.files if e.path not in stale]
+    # Rewritten on the box since the local copy was made: no append repairs them.
+    whole = [Want(e.path, e.size) for e in outcome.manifest.files if e.path in stale]
+    outcome.refetched = sorted(stale)
+    short = _space_short(local_root, wants, whole)
+    if short is not None:
+        outcome.findings.append(_finding(LOCAL_DISK_FULL, short))
+        return doc
     vanished: set[str] = set()
     for round_ in range(ROUNDS + 1):
         if wants and _transfer_failed(
@@ -197,6 +211,17 @@ def _transfer_until_still(
             round_=round_,
         ):
             return doc
+        if whole and _transfer_failed(
+            request,
+            endpoint=endpoint,
+            wants=whole,
+            outcome=outcome,
+            progress=None,
+            deadline=deadline,
+            round_=round_ + 1,  # whole files, to a temp name, renamed when complete
+        ):
+            return doc
+        whole = []
         box = endpoint.open()
         tree = _stat_with_retry(endpoint, box, request.timeout)
         entries_now = outcome.manifest.files if doc is None else _entries(doc)
@@ -223,6 +248,10 @@ def _transfer_until_still(
         vanished |= hashed.missing
         for path in sorted(hashed.missing):
             message = "vanished from the box while it was pulled"
+            outcome.findings.append(_finding(CHANGED_DURING_PULL, message, path))
+        for path, why in sorted(hashed.unreadable.items()):
+            vanished.add(path)
+            message = f"changed on the box while it was pulled, then could not be read: {why}"
             outcome.findings.append(_finding(CHANGED_DURING_PULL, message, path))
         # Files that changed even while they were hashed wait for the next round.
         wants = [Want(p, int(hashed.entries[p]["size"])) for p in sorted(hashed.entries)]
@@ -260,12 +289,64 @@ def _transfer_failed(
     outcome.attempts += attempts
     if attempts[-1].error is None:
         return False
+    if attempts[-1].disk_full:
+        message = (
+            f"LOCAL_ROOT's disk filled during the transfer ({attempts[-1].error}); "
+            f"{_free_words(os.path.abspath(request.local_root))}: free space and run the pull "
+            "again (what arrived is kept)"
+        )
+        outcome.findings.append(_finding(LOCAL_DISK_FULL, message))
+        return True
     message = (
         f"the transfer did not finish after {len(attempts)} tries: "
         f"{attempts[-1].error}; what arrived is kept, run the pull again"
     )
     outcome.findings.append(_finding(PULL_INCOMPLETE, message))
     return True
+
+
+def _free_bytes(local_root: str) -> int:
+    """Free bytes for this user on LOCAL_ROOT's disk (of its nearest existing parent)."""
+    path = local_root
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def _free_words(local_root: str) -> str:
+    from rentcheck.pull.progress import human_bytes
+
+    try:
+        return f"{human_bytes(_free_bytes(local_root))} free there now"
+    except OSError as exc:
+        return f"its free space cannot be read ({exc.strerror})"
+
+
+def _space_short(local_root: str, wants: list[Want], whole: list[Want]) -> str | None:
+    """Why LOCAL_ROOT's disk cannot take this pull (None: it can): what is still to come
+    (appends: the rest of each file; whole files: all of it, beside the old copy)."""
+    from rentcheck.pull.progress import human_bytes
+
+    needed = sum(max(0, w.size - _local_size(local_root, w.path)) for w in wants)
+    needed += sum(w.size for w in whole)
+    try:
+        free = _free_bytes(local_root)
+    except OSError:
+        return None  # unknown: the transfer names a full disk when it meets one
+    if needed <= free:
+        return None
+    return (
+        f"LOCAL_ROOT ({local_root}) has {human_bytes(free)} free, this pull needs "
+        f"{human_bytes(needed)} more ({needed - free} bytes short): nothing was transferred"
+    )
+
+
+def _local_size(local_root: str, rel: str) -> int:
+    try:
+        return os.lstat(os.path.join(local_root, rel)).st_size
+    except OSError:
+        return 0
 
 
 def _moved(tree: BoxTree, entry: Any) -> bool:

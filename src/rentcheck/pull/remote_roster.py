@@ -11,13 +11,17 @@ nothing is installed there and nothing is left behind, unless ``write=True`` ask
 * ``hash_files``: roster entries (SHA-256) for the named files only.
 
 The answer is one JSON line, then the payload compressed with zlib (a roster of hex digests
-halves; the transport bounds a command's output).
+halves). The transport bounds a command's output, so a compressed payload over
+``INLINE_MAX`` is spooled to a temp file on the box, read back in pieces and deleted there:
+a million-file roster is not refused for its size.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import posixpath
+import shlex
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -40,6 +44,9 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT = 900.0  # hashing a few hundred GB of checkpoints takes minutes
+# A compressed answer larger than this is spooled to a file on the box and read in pieces
+# (SPOOL_PIECE each): no roster is too big for the transport's bound on one command's output.
+INLINE_MAX = 4 << 20
 
 # Runs on the box (Python 3.7+, stdlib only): the builder's source is exec'd as a module of
 # its own name, so its `if __name__ == "__main__"` stays off.
@@ -53,7 +60,16 @@ root = req["root"]
 out = sys.stdout.buffer
 
 def answer(head, payload=b""):
-    out.write(json.dumps(head).encode() + b"\n" + zlib.compress(payload, 1))
+    data = zlib.compress(payload, 1)
+    if len(data) > req.get("inline_max", 4 << 20):
+        # Too big for one command's output: spooled to a file the client reads in pieces.
+        import tempfile
+        fd, spool = tempfile.mkstemp(prefix="rentcheck-answer-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        head = dict(head, spool=spool, spool_bytes=len(data))
+        data = b""
+    out.write(json.dumps(head).encode() + b"\n" + data)
     out.flush()
 
 try:
@@ -81,10 +97,10 @@ try:
                 left.append([rel, st.st_size, st.st_mtime_ns])
             else:
                 st = os.stat(path)
-                files.append([rel, st.st_size, st.st_mtime_ns])
+                files.append([rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
         answer(head, json.dumps({"files": files, "leftovers": left}).encode())
     else:
-        found, missing, unstable = [], [], []
+        found, missing, unstable, unreadable = [], [], [], {}
         for rel in req["paths"]:
             path = os.path.join(root, rel)
             if not os.path.isfile(path):
@@ -94,7 +110,12 @@ try:
                 found.append(b.hash_file(rel, os.path.realpath(path), False))
             except b.BuildError:  # it changed while it was read: still being written
                 unstable.append(rel)
-        doc = {"files": found, "missing": missing, "unstable": unstable}
+            except FileNotFoundError:  # gone between the check and the open
+                missing.append(rel)
+            except OSError as exc:  # unreadable: the caller must not count it unchanged
+                unreadable[rel] = str(exc)
+        doc = {"files": found, "missing": missing, "unstable": unstable,
+               "unreadable": unreadable}
         answer(head, json.dumps(doc).encode())
 except b.BuildError as exc:
     answer({"ok": False, "error": exc.message, "hint": exc.hint})
@@ -121,9 +142,66 @@ def remote_program(request: Mapping[str, Any]) -> bytes:
     ).encode()
 
 
+# Reads COUNT bytes at OFFSET of the spooled answer; with COUNT 0 deletes it.
+_SPOOL_READER = (
+    "import os, sys\n"
+    "path, offset, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n"
+    "if not count:\n"
+    "    os.unlink(path); sys.exit(0)\n"
+    "with open(path, 'rb') as f:\n"
+    "    f.seek(offset); sys.stdout.buffer.write(f.read(count))\n"
+)
+SPOOL_PIECE = 8 << 20  # under the transport's bound on one command's output
+
+
+def _fetch_spool(box: Box, head: Mapping[str, Any], timeout: float, what: str) -> bytes:
+    """The answer the box spooled to a file (too big for one command's output), read in
+    pieces, then deleted there."""
+    spool, size = str(head.get("spool")), head.get("spool_bytes")
+    name = posixpath.basename(spool)
+    if not name.startswith("rentcheck-answer-") or not isinstance(size, int) or size < 0:
+        raise RemoteError(f"{what} on {box.name}: a malformed spooled answer ({spool!r})")
+    quoted = shlex.quote(spool)
+    pieces = []
+    try:
+        for offset in range(0, size, SPOOL_PIECE):
+            count = min(SPOOL_PIECE, size - offset)
+            script = f"exec python3 -I -S -c {shlex.quote(_SPOOL_READER)} {quoted} {offset} {count}"
+            result = box.run(script, timeout=timeout, label=what)
+            if not result.ok or len(result.stdout) != count:
+                raise RemoteError(
+                    f"{what} on {box.name}: reading the spooled answer failed "
+                    f"(exit {result.exit_status}): {result.stderr_tail()}"
+                )
+            pieces.append(result.stdout)
+    finally:
+        box.run(
+            f"exec python3 -I -S -c {shlex.quote(_SPOOL_READER)} {quoted} 0 0",
+            timeout=60.0,
+            label=f"{what} (cleanup)",
+        )
+    return b"".join(pieces)
+
+
+def _login_script_output(stdout: bytes, host: str, what: str) -> None:
+    """RemoteError naming text the box printed before the answer, as audit names it: a
+    login script (motd, an echo in ~/.bashrc) printing for non-interactive commands."""
+    at = stdout.find(b'{"ok": ')
+    if at <= 0:
+        return
+    head = stdout[:at].decode("utf-8", "replace")
+    raise RemoteError(
+        f"{what} on {host}: the box printed {head[:200]!r} before the answer, so it cannot "
+        "be trusted as the roster",
+        hint="a login script that prints text (motd, an echo in ~/.bashrc or ~/.profile) "
+        "does this: print only in interactive shells (case $- in *i*) ... esac)",
+    )
+
+
 def _ask(
     box: Box, request: Mapping[str, Any], timeout: float, what: str
 ) -> tuple[dict[str, Any], bytes]:
+    request = {**request, "inline_max": INLINE_MAX}
     result = box.run(_SHELL, stdin=remote_program(request), timeout=timeout, label=what)
     line, sep, rest = result.stdout.partition(b"\n")
     try:
@@ -131,6 +209,7 @@ def _ask(
     except ValueError:
         head = None
     if not isinstance(head, dict):
+        _login_script_output(result.stdout, box.name, what)
         if result.exit_status == 127:
             raise UsageError(
                 f"{box.name} has no python3: the roster is built there with it",
@@ -146,6 +225,8 @@ def _ask(
         raise UsageError(
             f"{what} on {box.name}: {head.get('error')}", hint=str(head.get("hint") or "")
         )
+    if "spool" in head:
+        rest = _fetch_spool(box, head, timeout, what)
     try:
         return head, zlib.decompress(rest)
     except zlib.error as exc:
@@ -179,6 +260,8 @@ def build_roster(
 class BoxFile:
     size: int
     mtime_ns: int
+    ctime_ns: int = 0  # 0: not known (a leftover); ctime cannot be set back by utime
+    ino: int = 0
 
 
 @dataclass(frozen=True)
@@ -193,7 +276,7 @@ class BoxTree:
 def stat_roster(box: Box, remote_root: str, *, timeout: float = DEFAULT_TIMEOUT) -> BoxTree:
     head, data = _ask(box, {"mode": "stat", "root": remote_root}, timeout, "re-reading the box")
     doc = json.loads(data)
-    files = {str(p): BoxFile(int(s), int(m)) for p, s, m in doc["files"]}
+    files = {str(row[0]): BoxFile(*(int(n) for n in row[1:5])) for row in doc["files"]}
     left = {str(p): BoxFile(int(s), int(m)) for p, s, m in doc["leftovers"]}
     return BoxTree(files, left, str(head["root"]))
 
@@ -201,11 +284,12 @@ def stat_roster(box: Box, remote_root: str, *, timeout: float = DEFAULT_TIMEOUT)
 @dataclass(frozen=True)
 class Hashed:
     """Roster entries by path (hashed on the box now), paths not there, paths that changed
-    while they were read (still being written)."""
+    while they were read (still being written), paths that could not be read (and why)."""
 
     entries: dict[str, dict[str, Any]]
     missing: frozenset[str] = frozenset()
     unstable: frozenset[str] = frozenset()
+    unreadable: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def hash_files(
@@ -221,6 +305,7 @@ def hash_files(
         {str(e["path"]): e for e in doc["files"]},
         frozenset(str(p) for p in doc["missing"]),
         frozenset(str(p) for p in doc["unstable"]),
+        {str(p): str(why) for p, why in (doc.get("unreadable") or {}).items()},
     )
 
 

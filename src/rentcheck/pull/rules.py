@@ -140,7 +140,8 @@ PULL_RULES: tuple[Rule, ...] = (
         ),
         example_bad="results/best.pt -> /etc/passwd",
         example_good="results/best.pt (a regular file)",
-        fix="Delete the link and pull the real file; on the box, copy targets into the root.",
+        fix="On the box, copy the target into the root in place of the link (`cp "
+        '--remove-destination "$(readlink -f LINK)" LINK`) and pull again.',
         family="pull",
         default_severity=Severity.ERROR,
         fix_applicability=Applicability.NONE,
@@ -219,7 +220,8 @@ PULL_RULES: tuple[Rule, ...] = (
         ),
         example_bad="best.pt: sha256 3fa1... != manifest 9c07...",
         example_good="sha256 equal",
-        fix="Delete the local copy, pull it again, and verify again.",
+        fix="Pull again: `rentcheck pull` fetches a file whose digest differs again whole "
+        "(the local copy is replaced only once the new one is complete), then verifies.",
         family="pull",
         default_severity=Severity.ERROR,
         fix_applicability=Applicability.NONE,
@@ -240,8 +242,9 @@ PULL_RULES: tuple[Rule, ...] = (
         example_bad="ckpt/model.safetensors.tmp",
         example_good="ckpt/model.safetensors",
         fix=(
-            "Find out which write did not finish; finish or delete it on the box and rebuild "
-            "the manifest."
+            "Find out which write did not finish and let it finish (watch the job). If its "
+            "writer is gone, keep the file under a name that is not a leftover (`mv X.tmp "
+            "X.unfinished`), rebuild the manifest and pull it: never delete it before the pull."
         ),
         family="pull",
         default_severity=Severity.ERROR,

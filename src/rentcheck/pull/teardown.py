@@ -12,6 +12,7 @@ and reports; it never runs a platform command and never deletes anything.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,7 @@ from rentcheck.errors import FormatError
 from rentcheck.model import Finding, Severity
 from rentcheck.payload import manifest_builder as builder
 from rentcheck.pull.manifest import Manifest, load_manifest, position
-from rentcheck.pull.marker import VerifiedMarker, load_verified_marker, marker_drift
+from rentcheck.pull.marker import VerifiedMarker, load_verified_marker
 from rentcheck.pull.rules import RULES_BY_CODE as RULES_BY_CODE_PULL
 from rentcheck.pull.rules import VERIFIED_MARKER_STALE
 from rentcheck.pull.teardown_rules import (
@@ -36,6 +37,8 @@ from rentcheck.pull.teardown_rules import (
 if TYPE_CHECKING:
     from rentcheck.box.transport import Box
     from rentcheck.profiles.model import Profile
+    from rentcheck.pull.remote_roster import Hashed
+    from rentcheck.pull.teardown_record import RecordVerdict
 
 __all__ = [
     "BoxNow",
@@ -111,6 +114,13 @@ def meter_stop_plan(profile: Profile | None, text: str | None = None) -> MeterSt
 
 
 WRITING = "writing"  # the digest of a file that changed while it was hashed on the box
+VANISHED = "vanished"  # stat'ed on the box, gone when it was to be hashed
+UNREADABLE = "unreadable"  # stat'ed on the box, could not be read to hash it
+_STATES = {
+    WRITING: "being written on the box right now (it changed while it was hashed)",
+    VANISHED: "gone when it was to be hashed on the box (deleted and being recreated?)",
+    UNREADABLE: "could not be read on the box to prove its content unchanged",
+}
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,7 @@ class BoxNow:
     files: dict[str, tuple[int, int, str | None]]
     unfinished: tuple[str, ...] = ()  # leftovers of writes in progress on the box
     hashed: int = 0
+    reread: bool = False  # True: read on the box just now (--host); False: a roster file
 
 
 @dataclass(frozen=True)
@@ -136,6 +147,16 @@ class TeardownResult:
     changed: tuple[str, ...] = ()
     gone_on_box: tuple[str, ...] = ()
     hashed_on_box: int = 0
+    # Evidence counters ("no evidence, no pass"): the box was re-read over --host just now;
+    # of the jobs the ledger records as launched there, how many the box proved ended; of
+    # the recorded directories, how many lie inside the pulled root (or are gone).
+    box_reread: bool = False
+    files_on_box_now: int = 0
+    jobs_recorded: int = 0
+    jobs_proved_ended: int = 0
+    paths_recorded: int = 0
+    paths_covered: int = 0
+    box_processes_checked: bool = False  # the box listed every rentcheck job and writer
 
     @property
     def passed(self) -> bool:
@@ -157,6 +178,13 @@ class TeardownResult:
             "changed_on_box": list(self.changed),
             "gone_on_box": list(self.gone_on_box),
             "hashed_on_box": self.hashed_on_box,
+            "box_reread": self.box_reread,
+            "files_on_box_now": self.files_on_box_now,
+            "jobs_recorded": self.jobs_recorded,
+            "jobs_proved_ended": self.jobs_proved_ended,
+            "paths_recorded": self.paths_recorded,
+            "paths_covered": self.paths_covered,
+            "box_processes_checked": self.box_processes_checked,
             "meter_stop": self.plan.to_dict(),
             "runs_platform_commands": False,
         }
@@ -192,13 +220,43 @@ def pulled_roster(root: str, marker: VerifiedMarker) -> Manifest | None:
     return roster if roster.sha256 == marker.manifest_sha256 else None
 
 
-def box_now_from_manifest(path: str) -> BoxNow:
-    """``--manifest-now FILE``: a roster rebuilt on the box (FormatError if unreadable)."""
+def box_now_from_manifest(path: str, pulled: Manifest | None) -> BoxNow:
+    """``--manifest-now FILE``: a roster rebuilt on the box after the verified pull's roster
+    ``pulled`` (FormatError if unreadable, or if it cannot prove it is newer: the pull's own
+    roster, or one built no later than it, says nothing about the box now)."""
     now = load_manifest(path)
+    if pulled is None:
+        raise FormatError(
+            f"{path} cannot be proved newer than the verified pull: the pulled root's "
+            f"{builder.MANIFEST_NAME} is missing or is not the one verified",
+            hint="run teardown with --host HOST, or pull again",
+        )
+    if now.sha256 == pulled.sha256:
+        raise FormatError(
+            f"{path} is the verified pull's own roster, not the box as it is now",
+            hint="rebuild it on the box now (`rentcheck manifest build REMOTE_ROOT` there)",
+        )
+    if now.created_at <= pulled.created_at:
+        raise FormatError(
+            f"{path} was built at {now.created_at.isoformat()}, not after the verified pull's "
+            f"roster ({pulled.created_at.isoformat()}): it may predate the pull",
+            hint="rebuild it on the box now (`rentcheck manifest build REMOTE_ROOT` there)",
+        )
     files: dict[str, tuple[int, int, str | None]] = {
         e.path: (e.size, e.mtime_ns, e.sha256) for e in now.files
     }
     return BoxNow(path, files, tuple(left.path for left in now.leftovers), len(files))
+
+
+# ctime is the kernel's, the roster's time the builder's clock truncated to seconds: a file
+# whose ctime is within this of the roster's start is hashed, not trusted.
+CTIME_SLACK_NS = 2_000_000_000
+
+
+def _epoch_ns(when: datetime.datetime) -> int:
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return int(when.timestamp()) * 1_000_000_000
 
 
 def read_box_now(
@@ -210,45 +268,107 @@ def read_box_now(
     rehash: bool,
     timeout: float,
 ) -> BoxNow:
-    """Stat every file on the box; hash those the verified roster has whose size or mtime
-    differ (all of them with ``rehash``, or when the roster is not at hand)."""
+    """Stat every file on the box; hash each verified one unless its size and mtime equal
+    the verified roster's and its ctime (which ``utime`` cannot set back) predates that
+    roster's build (all of them with ``rehash``, or when the roster is not at hand). A
+    verified file the walk missed is looked for again: one caught in a delete gap is
+    judged by content, not counted gone."""
     from rentcheck.pull.remote_roster import hash_files, stat_roster
 
     tree = stat_roster(box, root, timeout=timeout)
     verified, then = marker.files, None if pulled is None else pulled.files
+    since = None if pulled is None else _epoch_ns(pulled.created_at) - CTIME_SLACK_NS
     wanted = []
     for path, f in tree.files.items():
         if position(verified, path) is None:
             continue  # not verified: added on the box, named without hashing
         at = None if then is None else position(then, path)
         known = None if then is None or at is None else (then.sizes[at], then.mtimes[at])
-        if rehash or known != (f.size, f.mtime_ns):
+        moved = since is None or not f.ctime_ns or f.ctime_ns >= since
+        if rehash or moved or known != (f.size, f.mtime_ns):
             wanted.append(path)
-    hashed = hash_files(box, root, wanted, timeout=timeout)
+    missed = [p for p in verified.paths if p not in tree.files]
+    hashed = hash_files(box, root, wanted + missed, timeout=timeout)
     files: dict[str, tuple[int, int, str | None]] = {}
     for path, f in tree.files.items():
+        files[path] = (f.size, f.mtime_ns, _digest(path, hashed, path in wanted))
+    for path in missed:  # back after the walk passed it: a delete-and-recreate
         entry = hashed.entries.get(path)
-        sha = WRITING if path in hashed.unstable else entry["sha256"] if entry else None
-        files[path] = (f.size, f.mtime_ns, sha)
+        if entry is not None or path in hashed.unstable or path in hashed.unreadable:
+            size = int(entry["size"]) if entry else -1
+            files[path] = (size, int(entry["mtime_ns"]) if entry else 0, _digest(path, hashed))
     where = root if box.name == "local" else f"{box.name}:{root}"
-    return BoxNow(where, files, tuple(sorted(tree.leftovers)), len(hashed.entries))
+    return BoxNow(where, files, tuple(sorted(tree.leftovers)), len(hashed.entries), reread=True)
 
 
-def _local_rehash(root: str, marker: VerifiedMarker) -> list[Finding]:
-    """RC521 for a local file whose content no longer matches (``rehash``: reads them all)."""
+def _digest(path: str, hashed: Hashed, asked: bool = True) -> str | None:
+    """The file's SHA-256 now, a state word when it has none (never None when it was
+    asked for: a file that vanished or could not be read is not unchanged)."""
+    if path in hashed.unstable:
+        return WRITING
+    if path in hashed.unreadable:
+        return UNREADABLE
+    entry = hashed.entries.get(path)
+    if entry is not None:
+        return str(entry["sha256"])
+    return VANISHED if asked else None
+
+
+def _since_verified(root: str, marker: VerifiedMarker) -> int | None:
+    """A time no later than verify's first read (ns), or None: the local roster's ctime (the
+    pull writes it after the transfer, before verify reads) and the marker's time, less the
+    slack. A local file whose ctime is past it may have changed after it was read."""
+    try:
+        verified = datetime.datetime.fromisoformat(marker.verified_at)
+        roster = os.stat(os.path.join(root, builder.MANIFEST_NAME)).st_ctime_ns
+    except (OSError, ValueError):
+        return None
+    return min(roster, _epoch_ns(verified)) - CTIME_SLACK_NS
+
+
+def _sha256_of(path: str) -> str:
     import hashlib
 
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def local_drift(root: str, marker: VerifiedMarker, *, rehash: bool = False) -> list[Finding]:
+    """RC521 for every verified local file whose content is no longer proved: gone, not a
+    regular file, another size, or hashed (its mtime or ctime moved, or ``rehash``) to
+    another digest or unreadable. A copy with new mtimes and the same bytes (``cp -r``)
+    passes; the same mtime over other bytes (``cp -p``, ``touch -r``) does not."""
+    import stat as stat_module
+
     rule = RULES_BY_CODE_PULL[VERIFIED_MARKER_STALE]
+    since = None if rehash else _since_verified(root, marker)
     out = []
     for f in marker.files:
-        digest = hashlib.sha256()
+        full = os.path.join(root, f.path)
         try:
-            with open(os.path.join(root, f.path), "rb") as handle:
-                for chunk in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(chunk)
-        except OSError:
-            continue  # gone: marker_drift names it
-        if digest.hexdigest() != f.sha256:
+            st = os.lstat(full)
+        except OSError as exc:
+            why = "gone since it was verified" if isinstance(exc, FileNotFoundError) else str(exc)
+            out.append(rule.finding(why, path=f.path))
+            continue
+        if not stat_module.S_ISREG(st.st_mode):
+            out.append(rule.finding("no longer a regular file since it was verified", path=f.path))
+            continue
+        if st.st_size != f.size:
+            out.append(rule.finding("changed since it was verified", path=f.path))
+            continue
+        if since is not None and st.st_mtime_ns == f.mtime_ns and st.st_ctime_ns < since:
+            continue  # untouched since before verify read it: proved by its metadata
+        try:
+            same = _sha256_of(full) == f.sha256
+        except OSError as exc:
+            why = f"could not be read to prove it unchanged: {exc}"
+            out.append(rule.finding(why, path=f.path))
+            continue
+        if not same:
             out.append(rule.finding("content changed since it was verified", path=f.path))
     return out
 
@@ -261,9 +381,11 @@ def check_teardown(
     approved: bool = False,
     unreadable: str | None = None,
     rehash: bool = False,
+    recorded: RecordVerdict | None = None,
 ) -> TeardownResult:
     """Judge whether the meter may be stopped, from the box ``now`` (None: ``unreadable``
-    says why it could not be read); reads local files only."""
+    says why it could not be read) and what the ledger records about it (``recorded``: its
+    jobs proved ended, its directories covered); reads local files only."""
     path, root = marker_path(os.fspath(verified))
     findings: list[Finding] = []
     marker, why = read_marker(verified)
@@ -290,11 +412,10 @@ def check_teardown(
                         where=now.where,
                     )
                 )
-            elif sha == WRITING:
+            elif sha in _STATES:
                 changed.append(rel)
-                message = "being written on the box right now (it changed while it was hashed)"
                 findings.append(
-                    _finding(MANIFEST_CHANGED, message, rel, change="writing", where=now.where)
+                    _finding(MANIFEST_CHANGED, _STATES[sha], rel, change=sha, where=now.where)
                 )
             elif sha is not None and sha != (verified_sha := then.entry(at).sha256):
                 changed.append(rel)
@@ -321,13 +442,11 @@ def check_teardown(
             )
         gone = sorted(path for path in then.paths if path not in now.files)
     if marker is not None:
-        drift = marker_drift(root, marker)
-        if rehash:
-            named = {d.path for d in drift}
-            drift += [f for f in _local_rehash(root, marker) if f.path not in named]
-        for d in drift:
+        for d in local_drift(root, marker, rehash=rehash):
             shown = os.path.join(root, d.path) if d.path else root
             findings.append(record.replace(d, path=shown))
+    if recorded is not None:
+        findings += recorded.findings
     if not findings and not approved:
         destroys = "; ".join(plan.destroys) or "no storage tier"
         findings.append(
@@ -354,6 +473,13 @@ def check_teardown(
         changed=tuple(changed),
         gone_on_box=tuple(gone),
         hashed_on_box=0 if now is None else now.hashed,
+        box_reread=now is not None and now.reread,
+        files_on_box_now=0 if now is None else len(now.files),
+        jobs_recorded=0 if recorded is None else recorded.jobs_recorded,
+        jobs_proved_ended=0 if recorded is None else recorded.jobs_proved_ended,
+        paths_recorded=0 if recorded is None else recorded.paths_recorded,
+        paths_covered=0 if recorded is None else recorded.paths_covered,
+        box_processes_checked=recorded is not None and recorded.box_processes_checked,
     )
 
 
@@ -378,6 +504,12 @@ def describe(result: TeardownResult, *, passed: bool) -> tuple[str, ...]:
             f"box now ({result.box_now}): {len(result.added)} added, {len(result.changed)} "
             f"changed, {len(result.gone_on_box)} gone since the pull; "
             f"{result.hashed_on_box} file(s) hashed there"
+        )
+    if result.jobs_recorded or result.paths_recorded:
+        lines.append(
+            f"ledger: {result.jobs_proved_ended} of {result.jobs_recorded} launched job(s) "
+            f"proved ended on the box; {result.paths_covered} of {result.paths_recorded} "
+            "recorded director(ies) inside the verified pull"
         )
     if passed:
         lines.append("teardown gate passed: you may now stop the meter yourself.")

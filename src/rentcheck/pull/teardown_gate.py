@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from rentcheck.gates.run import GateRun
     from rentcheck.pull.marker import VerifiedMarker
     from rentcheck.pull.teardown import BoxNow, MeterStopPlan
+    from rentcheck.pull.teardown_record import BoxRecord, RecordNow
 
 __all__ = ["TeardownRequest", "teardown_manifest", "teardown_result"]
 
@@ -67,22 +68,41 @@ def _plan(config: Config, request: TeardownRequest) -> tuple[str | None, MeterSt
     return settings.profile, meter_stop_plan(profile, settings.meter_stop)
 
 
-def _box_now(request: TeardownRequest, marker: VerifiedMarker | None) -> BoxNow | None:
-    """The box as it is now, from ``manifest_now`` or re-read over SSH."""
+def _remote_root(request: TeardownRequest, marker: VerifiedMarker | None) -> str | None:
+    if request.remote_root is not None:
+        return request.remote_root
+    root = None if marker is None else (marker.raw.get("source") or {}).get("remote_root")
+    return str(root) if root else None
+
+
+def _box_host(request: TeardownRequest, marker: VerifiedMarker | None) -> tuple[str, ...]:
+    """The names the ledger may know this box by: the teardown's --host and the pull's."""
+    pulled = None if marker is None else (marker.raw.get("source") or {}).get("host")
+    return tuple(dict.fromkeys(str(h) for h in (request.host, pulled) if h))
+
+
+def _box_now(
+    request: TeardownRequest, marker: VerifiedMarker | None, record: BoxRecord
+) -> tuple[BoxNow | None, RecordNow]:
+    """The box as it is now, from ``manifest_now`` or re-read over SSH, and its answer about
+    what the ledger records for it (None: not asked)."""
     from rentcheck.pull.teardown import (
         box_now_from_manifest,
         marker_path,
         pulled_roster,
         read_box_now,
     )
+    from rentcheck.pull.teardown_record import RecordNow, ask_box
 
+    if marker is None:  # nothing to compare with: RC801 says so
+        return None, RecordNow(unreadable="no verified pull, so the box was not asked")
     if request.manifest_now is not None:
-        return box_now_from_manifest(request.manifest_now)
-    if marker is None or request.host is None:
-        return None  # nothing to compare with: RC801 says so
-    root = request.remote_root
-    if root is None:
-        root = (marker.raw.get("source") or {}).get("remote_root")
+        why = "--manifest-now says nothing about processes: run teardown with --host HOST"
+        pulled = pulled_roster(marker_path(request.verified)[1], marker)
+        return box_now_from_manifest(request.manifest_now, pulled), RecordNow(unreadable=why)
+    if request.host is None:
+        return None, RecordNow(unreadable="no --host, so the box was not asked")
+    root = _remote_root(request, marker)
     if not root:
         raise UsageError(
             "the marker does not say where the files are on the box (it was not written by "
@@ -96,9 +116,13 @@ def _box_now(request: TeardownRequest, marker: VerifiedMarker | None) -> BoxNow 
         box = open_box(
             request.host, ssh_config=request.ssh_config, connect_timeout=request.connect_timeout
         )
-        return read_box_now(
-            box, str(root), marker, pulled, rehash=request.rehash, timeout=request.timeout
+        # The jobs first, the files after: a job proved ended before the re-read cannot
+        # write anything the re-read misses.
+        asked = ask_box(box, record, root, timeout=request.timeout)
+        now = read_box_now(
+            box, root, marker, pulled, rehash=request.rehash, timeout=request.timeout
         )
+        return now, asked
     finally:
         close_all()
 
@@ -114,15 +138,21 @@ def teardown_result(
     everything else holds, by the person typing the platform's verb."""
     from rentcheck.gates.judge import GateResult
     from rentcheck.pull.teardown import check_teardown, describe, marker_path, read_marker
+    from rentcheck.pull.teardown_record import RecordNow, judge_record, recorded_about
 
     profile, plan = _plan(config, request)
     order_met = run.precheck()
     marker, _ = read_marker(request.verified)
+    hosts = _box_host(request, marker)
+    record = recorded_about(run.root, hosts)
     now, unreadable = None, None
     try:
-        now = _box_now(request, marker)
+        now, asked = _box_now(request, marker, record)
     except (RemoteError, UsageError, FormatError) as exc:
         unreadable = str(exc)
+        asked = RecordNow(unreadable=unreadable)
+    host = hosts[0] if hosts else "the box"
+    record_verdict = judge_record(record, asked, _remote_root(request, marker), host)
 
     def judged(approved: bool) -> Any:
         return check_teardown(
@@ -132,6 +162,7 @@ def teardown_result(
             approved=approved,
             unreadable=unreadable,
             rehash=request.rehash,
+            recorded=record_verdict,
         )
 
     result = judged(request.approve)
@@ -158,7 +189,7 @@ def teardown_result(
         profile=profile,
         evidence=evidence,
         pass_evidence=approved,
-        seen={"box_reads": 0 if now is None else 1},
+        seen={"box_reads": 1 if result.box_reread else 0},
         say=lambda passed: describe(result, passed=passed),
     )
 

@@ -13,6 +13,7 @@ through a symlink, and the roster's own parser refuses ``..`` and absolute paths
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shlex
 import shutil
@@ -44,6 +45,7 @@ BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 30.0
 _RETRYABLE_RSYNC = {5, 10, 11, 12, 14, 20, 30, 35, 255}  # connection/IO/timeout/signal
 _PARTIAL_RSYNC = {23, 24}  # some files not transferred / vanished: judged after the pull
+_NO_SPACE = "no space left on device"  # rsync exit 11 (file I/O) for a full local disk
 
 # One piece of one file on the box: stdout gets at most COUNT bytes from OFFSET.
 _READER = (
@@ -94,6 +96,7 @@ class Attempt:
     seconds: float = 0.0
     error: str | None = None
     sent: list[str] = field(default_factory=list)
+    disk_full: bool = False  # the local disk filled: no retry can help
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -206,6 +209,7 @@ def rsync_command(
         "--from0",
         "--times",
         "--partial",
+        "--copy-links",  # a symlink the roster lists (inside ROOT) arrives as its target's bytes
         "--timeout=60",
         "--out-format=%i\t%l\t%b\t%n",
     ]
@@ -287,6 +291,7 @@ def _rsync_try(
         )
     if attempt.error is None and code != 0 and code not in _PARTIAL_RSYNC:
         attempt.error = f"rsync exit {code}: {tail}" if code > 0 else f"rsync killed ({code})"
+        attempt.disk_full = code == 11 and _NO_SPACE in tail.lower()
     return attempt
 
 
@@ -355,11 +360,11 @@ def _ranged_try(
             os.makedirs(os.path.dirname(final), exist_ok=True)
             # A whole-file re-pull goes to a temp name beside it, renamed when complete.
             target = final if append else _temp_name(final)
-            have = _local_size(local_root, os.path.relpath(target, local_root))
+            have = _resume_at(box, endpoint, local_root, w, append=append)
             if have >= w.size and append:
                 done_files += 1
                 continue
-            fd = _open_local(target, truncate=False)
+            fd = _open_local(target, truncate=not append)
             try:
                 offset = have
                 while offset < w.size:
@@ -368,7 +373,7 @@ def _ranged_try(
                         return attempt
                     count = min(piece, w.size - offset)
                     data = _read_piece(box, endpoint, w.path, offset, count)
-                    os.write(fd, data)
+                    _write_all(fd, data)
                     offset += len(data)
                     attempt.bytes += len(data)
                     done_bytes += len(data)
@@ -388,9 +393,76 @@ def _ranged_try(
     except RemoteError as exc:
         close_host(endpoint.host, ssh_config=endpoint.ssh_config)  # the next try: a fresh one
         attempt.error = exc.message
+    except OSError as exc:
+        _disk_full(attempt, exc, local_root)
     finally:
         attempt.seconds = time.monotonic() - started
     return attempt
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """All of ``data``: a short write (a disk filling up) is continued, so the next one
+    raises ENOSPC instead of a short file passing as complete."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _disk_full(attempt: Attempt, exc: OSError, local_root: str) -> None:
+    """A full local disk ends the try with no retry; any other local error is raised."""
+    if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+        raise exc
+    attempt.error = f"writing {local_root}: {exc.strerror}"
+    attempt.disk_full = True
+
+
+# SHA-256 of the first COUNT bytes of one file on the box (the prefix a resume builds on).
+_PREFIX = (
+    "import hashlib, sys\n"
+    "h = hashlib.sha256(); left = int(sys.argv[2])\n"
+    "with open(sys.argv[1], 'rb') as f:\n"
+    "    while left > 0:\n"
+    "        b = f.read(min(left, 1 << 20))\n"
+    "        if not b: break\n"
+    "        h.update(b); left -= len(b)\n"
+    "print(h.hexdigest())\n"
+)
+
+
+def _resume_at(box: Box, endpoint: Endpoint, local_root: str, w: Want, *, append: bool) -> int:
+    """Where the ranged fetch of ``w`` starts: the local part's length when it is a prefix
+    of the box's file, else 0 (the part is emptied). A whole-file fetch starts its temp from
+    byte 0: what an earlier try left there may be of another version."""
+    have = _local_size(local_root, w.path) if append else 0
+    if 0 < have < w.size and not _same_prefix(
+        box, endpoint, w.path, os.path.join(local_root, w.path), have
+    ):
+        os.truncate(os.path.join(local_root, w.path), 0)
+        return 0  # rewritten on the box since this part arrived: start again
+    return have
+
+
+def _same_prefix(box: Box, endpoint: Endpoint, rel: str, local: str, count: int) -> bool:
+    """Whether the local part equals the box file's first ``count`` bytes (both hashed)."""
+    import hashlib
+
+    from rentcheck.pull.remote_roster import remote_path
+
+    path = remote_path(endpoint.root, rel)
+    script = f"exec python3 -I -S -c {shlex.quote(_PREFIX)} {shlex.quote(path)} {count}"
+    result = box.run(script, timeout=600.0, label=f"hashing the start of {rel!r}")
+    if not result.ok:
+        return False
+    digest = hashlib.sha256()
+    with open(local, "rb") as handle:
+        left = count
+        while left > 0:
+            chunk = handle.read(min(left, 1 << 20))
+            if not chunk:
+                break
+            digest.update(chunk)
+            left -= len(chunk)
+    return result.stdout.decode("ascii", "replace").strip() == digest.hexdigest()
 
 
 def _temp_name(final: str) -> str:
@@ -464,7 +536,7 @@ def pull_files(
                     done_before=done if append else 0,
                 )
             attempts.append(attempt)
-            if attempt.error is None or time.monotonic() + delay > deadline:
+            if attempt.error is None or attempt.disk_full or time.monotonic() + delay > deadline:
                 return attempts
             sleep(delay)
             delay = min(delay * 2, BACKOFF_MAX)

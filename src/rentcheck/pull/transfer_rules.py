@@ -10,6 +10,7 @@ from rentcheck.pull.rules import PULL_RULES
 
 __all__ = [
     "CHANGED_DURING_PULL",
+    "LOCAL_DISK_FULL",
     "PULL_GATE_RULES",
     "PULL_INCOMPLETE",
     "ROSTER_UNSAFE",
@@ -20,6 +21,7 @@ __all__ = [
 ROSTER_UNSAFE = "RC540"
 CHANGED_DURING_PULL = "RC541"
 PULL_INCOMPLETE = "RC542"
+LOCAL_DISK_FULL = "RC543"
 
 TRANSFER_RULES: tuple[Rule, ...] = (
     Rule(
@@ -71,6 +73,24 @@ TRANSFER_RULES: tuple[Rule, ...] = (
         example_bad="rsync exit 255: connection closed (3 tries, deadline 6h passed)",
         example_good="pull: 12 files, 9.4 GB, one try",
         fix="Check the box is reachable, then run the same pull again: it resumes.",
+        family="pull",
+        default_severity=Severity.ERROR,
+        fix_applicability=Applicability.NONE,
+    ),
+    Rule(
+        code=LOCAL_DISK_FULL,
+        name="local-disk-full",
+        summary="LOCAL_ROOT's disk has less free space than the pull needs.",
+        why=(
+            "A full disk is no dropped link: retrying it for the whole deadline only hides "
+            "it. It is checked before the first byte (what is still to come, whole files "
+            "twice as they land beside their old copy) and, when the disk fills meanwhile, "
+            "named at once. What arrived is kept and nothing is marked verified."
+        ),
+        example_bad="LOCAL_ROOT has 3.1 GB free, this pull needs 9.4 GB more",
+        example_good="pull: 12 files, 9.4 GB, one try",
+        fix="Free space on LOCAL_ROOT's disk (or pull to a larger one), then run the same "
+        "pull again: it resumes.",
         family="pull",
         default_severity=Severity.ERROR,
         fix_applicability=Applicability.NONE,

@@ -1,4 +1,7 @@
-"""Metrics and config files: ``.json``, ``.jsonl``, ``.yaml``/``.yml`` must parse."""
+"""Metrics and config files: ``.json``, ``.jsonl``, ``.yaml``/``.yml`` must parse.
+
+A ``.json`` file that is not one document but JSON Lines (one value per line, as detectron2
+and mmengine write their metrics) is valid data when every line parses."""
 
 from __future__ import annotations
 
@@ -26,11 +29,29 @@ def _parse_yaml(data: bytes) -> str | None:
     return None
 
 
+def _json_lines_named_json(data: bytes) -> bool:
+    """JSON Lines under a ``.json`` name (detectron2's ``metrics.json``, mmengine's
+    ``scalars.json``): two or more non-empty lines, the first one a whole JSON value."""
+    rows = [line for line in data.splitlines() if line.strip()]
+    if len(rows) < 2:
+        return False
+    try:
+        json.loads(rows[0])
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def _parse_json(data: bytes, lines: bool, out: list[object]) -> str | None:
     try:
         if not lines:
-            out.append(json.loads(data))
-            return None
+            try:
+                out.append(json.loads(data))
+                return None
+            except ValueError:
+                if not _json_lines_named_json(data):
+                    raise
+            # Judged as JSON Lines: every line must parse (a cut last line is named).
         for number, line in enumerate(data.splitlines(), 1):
             if line.strip():
                 try:
