@@ -46,7 +46,7 @@ def test_no_rule_fix_suggests_deleting_a_result() -> None:
 
 def _builder_hints() -> list[tuple[str, str]]:
     """(message, hint) of every BuildError the manifest builder raises."""
-    from rentcheck.pull import manifest_builder
+    from rentcheck.payload import manifest_builder
 
     tree = ast.parse(Path(manifest_builder.__file__).read_text())
     found = []

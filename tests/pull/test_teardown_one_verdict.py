@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,10 +12,11 @@ import pytest
 
 @pytest.fixture
 def verified(pulled: Path, cli, tmp_path: Path) -> tuple[Path, Path]:
+    """A verified pull and the roster rebuilt on the box after it (same files)."""
+    from tests.pull.test_pull_teardown import later_roster
+
     assert cli("verify", str(pulled)).code == 0
-    now = tmp_path / "now.json"
-    shutil.copy2(pulled / "PULL_MANIFEST.json", now)
-    return pulled, now
+    return pulled, later_roster(pulled / "PULL_MANIFEST.json", tmp_path / "now.json")
 
 
 def _ledger(cwd: Path) -> list[dict[str, object]]:

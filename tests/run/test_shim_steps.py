@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from tinykit import FIXTURES, project_config
 
+from rentcheck.payload import SHIM_DIR
 from rentcheck.run.settings import smoke_settings
-from rentcheck.run.shim import SHIM_DIR
 from rentcheck.run.smoke import run_smoke
 
 SCRIPT = FIXTURES / "hand_sgd" / "train.py"

@@ -17,7 +17,7 @@ import os
 import stat
 
 from rentcheck.errors import FormatError
-from rentcheck.pull import manifest_builder as builder
+from rentcheck.payload import manifest_builder as builder
 from rentcheck.pull.manifest import Manifest
 
 __all__ = ["stale_local_files"]
