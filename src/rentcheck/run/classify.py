@@ -164,13 +164,20 @@ def classify_failure(
         return Failure("checkpoint-save", str(shim.failed_saves[0].get("error")))
     if returncode == 0:
         if observed_steps == 0:
-            return Failure("no-steps", "exit 0 without an optimizer step", _unseen(shim))
+            what = "a step that changed a parameter" if shim.idle else "an optimizer step"
+            return Failure("no-steps", f"exit 0 without {what}", _unseen(shim))
         return None
     return _crash_class(returncode, clean, observed_steps)
 
 
 def _unseen(shim: ShimSummary) -> str:
     """Why no step was seen: the evidence a passing smoke needs and did not get."""
+    if shim.idle:
+        return (
+            f"optimizer.step() ran {shim.steps} time(s) but changed no parameter: no gradient "
+            "reached the optimizer's parameters (backward missing, a detached loss, frozen "
+            "parameters) or the learning rate is 0"
+        )
     if shim.active:
         return (
             "the step shim saw no torch.optim step and no parameter changed between two "

@@ -53,6 +53,7 @@ class _ShimState:
         self.optim_seen = False  # a torch.optim step hook fired: no need to watch parameters
         self.watched: list[Any] = []  # the leaves of the first backward's graph (parameters)
         self.snapshot: list[Any] | None = None  # (version, sample) per watched leaf
+        self.before_step: list[Any] | None = None  # params and fingerprints, first steps only
 
 
 _State = _ShimState()
@@ -203,10 +204,19 @@ def _install(torch: Any) -> None:
     _emit("torch", version=_State.torch_version)
 
 
+_CHECK_MOVED = 3  # the first optimizer steps are checked for changing any parameter
+
+
 def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     _State.optim_seen = True
     _State.snapshot = None
     _stop_or_pause()
+    if _State.steps < _CHECK_MOVED:
+        try:
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            _State.before_step = [params, [_fingerprint(p) for p in params]]
+        except Exception:  # noqa: BLE001 - evidence only
+            _State.before_step = None
 
 
 def _stop_or_pause() -> None:
@@ -224,10 +234,29 @@ def _stop_or_pause() -> None:
 
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     params = [p for group in optimizer.param_groups for p in group["params"]]
-    _count_step(id(optimizer), params, "optimizer")
+    moved = None
+    before, _State.before_step = _State.before_step, None
+    if before is not None:
+        try:
+            moved = _moved(before[0], before[1])
+        except Exception:  # noqa: BLE001 - evidence only
+            moved = None
+    _count_step(id(optimizer), params, "optimizer", moved)
 
 
-def _count_step(key: int, params: list[Any], how: str) -> None:
+def _moved(params: list[Any], fingerprints: list[Any]) -> bool:
+    """Whether any parameter changed since its fingerprint (a step with no gradient, or a
+    zero learning rate, changes none)."""
+    import torch
+
+    for index, (version, sample) in enumerate(fingerprints):
+        now_version, now_sample = _fingerprint(params[index])
+        if now_version != version or (sample is not None and not torch.equal(now_sample, sample)):
+            return True
+    return False
+
+
+def _count_step(key: int, params: list[Any], how: str, moved: bool | None = True) -> None:
     _State.steps += 1
     index = _State.optimizers.setdefault(key, len(_State.params))
     if index == len(_State.params):
@@ -235,7 +264,7 @@ def _count_step(key: int, params: list[Any], how: str) -> None:
     else:
         _State.params[index] = params
     losses, _State.losses = _State.losses, []
-    _emit("step", n=_State.steps, loss=losses, by=how)
+    _emit("step", n=_State.steps, loss=losses, by=how, moved=moved)
     if _State.steps == 1 and _setting("MODULES") == "1":
         _emit_modules()
     if _setting("FINITE") == "1":
