@@ -123,7 +123,18 @@ def _from_traceback(tb: Traceback, tail: Sequence[str]) -> Failure | None:
         if module in GPU_ONLY_PACKAGES or _NEEDS_GPU.search(exc):
             return Failure("needs-gpu", exc, f"`{module}` needs a GPU")
         return Failure("import", exc)
-    saving = any(_SAVE_FRAME.search(f) or "save" in fn for f, _, fn in tb.frames)
+    loading = "Weights only load failed" in exc or (
+        "Unpickling" in tb.exception_type and "load" in funcs
+    )
+    if loading:
+        return Failure(
+            "data",
+            exc,
+            "torch.load refused the file: torch >= 2.6 loads with weights_only=True by default; "
+            "pass weights_only=False for a file you wrote yourself (see RC203)",
+        )
+    # A frame in torch/serialization.py is no save by itself: torch.load lives there too.
+    saving = any("save" in fn for fn in funcs)
     if saving and (any(_SAVE_FRAME.search(f) for f in files) or _PICKLE.search(exc)):
         return Failure("checkpoint-save", exc)
     if any(_DATA_FRAME.search(f) for f in files) or any(_DATA_FUNC.search(f) for f in funcs):
