@@ -9,6 +9,7 @@ scheduler); at the end, equal final step and weights, and no temp files left beh
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -232,12 +233,18 @@ def _judge_link(
         first_mismatch=result.first_mismatch,
         steps_inferred=result.inferred,
     )
+    evidence = resume_evidence(relaunch.result.lines)
+    if evidence:
+        scenario["framework_resume_evidence"] = evidence
     if result.first_step is None:
         add(_finding(rules.NO_STEP_RECORDS, "the relaunch logged no step", title))
     elif durable >= 1 and result.first_step <= 1:
+        said = (
+            f" (its log says {evidence!r}, yet its losses are those of step 1)" if evidence else ""
+        )
         text = (
             f"the relaunch started again at step {result.first_step} although the checkpoint "
-            f"of step {durable} was on disk: it never loaded it"
+            f"of step {durable} was on disk: it never loaded it{said}"
         )
         add(_finding(rules.STEP_RESET, text, title, durable=durable))
     elif result.first_step != durable + 1:
@@ -258,6 +265,21 @@ def _judge_link(
         )
         add(_finding(rule, text, title, step=result.first_mismatch, expected=expected, got=got))
     return result.first_step
+
+
+# What frameworks print when they load a checkpoint on start-up: HF Trainer, Lightning,
+# accelerate, and the common hand-written "resumed from ..." line.
+_RESUMED = re.compile(
+    r"Continuing training from (?:checkpoint|global step \d+)|"
+    r"Restor(?:ing|ed) (?:all )?states from the checkpoint|Loading states from|"
+    r"\bresum(?:ed|ing)(?: training)? from\b",
+    re.IGNORECASE,
+)
+
+
+def resume_evidence(lines: Sequence[str]) -> str | None:
+    """The relaunch's own line saying it loaded a checkpoint (the first one), if any."""
+    return next((line.strip() for line in lines if _RESUMED.search(line)), None)
 
 
 def _last_step(ctx: _Context) -> int | None:
