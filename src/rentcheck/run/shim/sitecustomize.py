@@ -360,7 +360,10 @@ def _watch_leaves(torch: Any, tensors: Any) -> None:
 
 def _fingerprint(param: Any) -> tuple[int, Any]:
     try:
-        flat = param.detach().reshape(-1)
+        plain = param.detach()
+        if type(plain).__name__ != "Tensor":  # a DTensor or subclass: slicing may communicate
+            return param._version, None
+        flat = plain.reshape(-1)
         stride = max(1, flat.numel() // _SAMPLES)
         # ``.data`` writes do not move ``_version``: a few values show them.
         sample = flat[::stride].clone()
