@@ -6,14 +6,20 @@ Python 3.8 syntax, and it never raises into the user's program. What it does:
 
 * imports the ``sitecustomize`` it shadows (Debian's, a venv's, the user's), so that one still
   runs exactly as without rentcheck;
-* waits for ``import torch`` (a ``sys.meta_path`` finder; a process that never imports torch pays
-  one JSON line), then registers torch's *global* optimizer step hooks, which fire for every
-  ``torch.optim.Optimizer`` without touching user objects, and wraps ``torch.save`` (paths,
+* waits for ``import torch`` (a ``sys.meta_path`` finder that a ``find_spec`` probe does not
+  use up; a process that never imports torch pays one JSON line), then registers torch's
+  *global* optimizer step hooks, which fire for every ``torch.optim.Optimizer`` without
+  touching user objects, wraps ``torch.autograd.backward``, and wraps ``torch.save`` (paths,
   files and buffers), safetensors' ``save_file`` and ``os.rename``/``os.replace`` (a rename
   after a save publishes a checkpoint: ``last.pt.tmp -> last.pt``, ``tmp-checkpoint-8/``);
-* counts optimizer steps, records each step's loss (the scalar passed to ``backward``), checks
-  that parameters stay finite, stops cleanly after N steps, or pauses at a step or in the middle
-  of a checkpoint write so that the supervisor can kill the run at an exact point;
+* counts optimizer steps: every torch.optim step (a step that changed no parameter is
+  reported as such), and, for loops with no torch.optim step, parameters changed in place
+  between two backward passes (hand-written SGD through ``p.data``, a home-made optimizer);
+* records each step's loss (the scalar passed to ``backward``), checks that parameters stay
+  finite, stops cleanly after N steps, or pauses at a step or in the middle of a checkpoint
+  write so that the supervisor can kill the run at an exact point;
+* with ``RENTCHECK_SHIM_TRAINING_ARGS``, sets transformers' TrainingArguments fields (a
+  preset's limits for a script that builds them from its own flags);
 * reports everything as JSON lines appended to ``$RENTCHECK_SHIM_REPORT``.
 
 Settings come from ``RENTCHECK_SHIM_*`` variables; without them the shim only chains.
