@@ -45,7 +45,8 @@ class ResumeOutcome:
 
     def verdict_lines(self) -> list[str]:
         ref = self.reference
-        judged, planned = self.scenarios_judged, len(self.judgement.scenarios)
+        judged = self.scenarios_judged
+        planned = sum(len(chain.interrupts) for chain in self.chains)
         ratio = f" ({self.ratio:.1f}x one uninterrupted run)" if judged else ""
         source = {"log": "its log", "shim": "the step shim"}.get(self.judgement.source or "")
         losses = f"step losses from {source}" if source else "no step losses"
