@@ -214,3 +214,16 @@ def test_the_frameworks_own_resume_line_is_evidence() -> None:
     assert resume_evidence([restored]) == restored
     assert resume_evidence(["resumed from ckpt/last.pt at step 4"]) is not None
     assert resume_evidence(["step 1 loss 0.5", "saving checkpoint"]) is None
+
+
+def test_a_reference_that_timed_out_while_stepping_is_told_to_raise_the_timeout(
+    settings,
+) -> None:
+    from dataclasses import replace
+
+    slow = run(log(range(1, 4), digest=""), shim=ShimSummary(status="active", steps=3))
+    slow = replace(slow, result=replace(slow.result, returncode=None, timed_out=True))
+    findings = judge(settings, slow, []).findings
+    assert [f.code for f in findings] == ["RC631"]
+    assert "still stepping (step 3 of" in findings[0].message
+    assert "raise `timeout`" in findings[0].message

@@ -42,6 +42,12 @@ def judge(settings: ResumeSettings, reference: RunRecord, chains: Sequence[Chain
     add = out.findings.append
     if reference.failed_on_its_own:
         text = f"the uninterrupted run failed: {reference.failure_text()}"
+        if reference.result.timed_out and reference.shim.steps:
+            text += (
+                f"; it was still stepping (step {reference.shim.steps} of {settings.steps}) "
+                f"when `timeout` ({settings.timeout:g} s) ran out, beside the kill chains: "
+                "raise `timeout` or make the resume args train a smaller model"
+            )
         add(_finding(rules.REFERENCE_FAILED, text, log_tail=reference.result.lines[-40:]))
         return out
     patterns = ckptdir.checkpoint_patterns(reference.listing)
