@@ -226,7 +226,8 @@ def _judge_link(
     if cut_under_final_name:
         text = (
             f"the checkpoint was visible under its final name {cut_name!r} before it was "
-            "complete; the relaunch coped with the truncated file"
+            "complete; the relaunch did not fail on it (it skipped it, fell back, or never "
+            "read it), but another reader of that name would get a truncated file"
         )
         add(_finding(rules.PARTIAL_TOLERATED, text, title, file=cut_file))
     if compare.source is None:
