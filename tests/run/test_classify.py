@@ -131,3 +131,20 @@ def test_a_hub_download_under_offline_mode_is_network_not_a_missing_path() -> No
     ]
     failure = classify_failure(1, False, lines, NO_SHIM, 0)
     assert failure is not None and failure.kind == "needs-network", failure
+
+
+def test_torch_load_refusing_a_file_is_a_load_not_a_save() -> None:
+    """pytorch/examples time_sequence_prediction: torch.load('traindata.pt') of a numpy array
+    under torch >= 2.6 (found by running it). serialization.py holds load as well as save."""
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "train.py", line 47, in <module>',
+        "    data = torch.load('traindata.pt')",
+        '  File "/venv/lib/python3.11/site-packages/torch/serialization.py", line 1529, in load',
+        "    raise pickle.UnpicklingError(_get_wo_message(str(e))) from None",
+        "_pickle.UnpicklingError: Weights only load failed. This file can still be loaded, to do "
+        "so you have two options",
+    ]
+    failure = classify_failure(1, False, lines, NO_SHIM, 0)
+    assert failure is not None and failure.kind == "data", failure
+    assert "weights_only=False" in failure.detail

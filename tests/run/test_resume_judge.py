@@ -202,3 +202,28 @@ def test_checkpoint_writes_follow_saves_and_publishes_and_drop_what_a_cut_broke(
     cut = ShimSummary(status="active", saves=saves, publishes=publishes, pause=pause)
     # Cut while writing checkpoint-8's second file: none of checkpoint-8 is complete.
     assert cut.checkpoint_writes() == [(4, f"{d}/checkpoint-4")]
+
+
+def test_the_frameworks_own_resume_line_is_evidence() -> None:
+    from rentcheck.run.resume_judge import resume_evidence
+
+    assert resume_evidence(["loading", "  Continuing training from global step 8", "x"]) == (
+        "Continuing training from global step 8"
+    )
+    restored = "Restoring states from the checkpoint path at out/last.ckpt"
+    assert resume_evidence([restored]) == restored
+    assert resume_evidence(["resumed from ckpt/last.pt at step 4"]) is not None
+    assert resume_evidence(["step 1 loss 0.5", "saving checkpoint"]) is None
+
+
+def test_a_reference_that_timed_out_while_stepping_is_told_to_raise_the_timeout(
+    settings,
+) -> None:
+    from dataclasses import replace
+
+    slow = run(log(range(1, 4), digest=""), shim=ShimSummary(status="active", steps=3))
+    slow = replace(slow, result=replace(slow.result, returncode=None, timed_out=True))
+    findings = judge(settings, slow, []).findings
+    assert [f.code for f in findings] == ["RC631"]
+    assert "still stepping (step 3 of" in findings[0].message
+    assert "raise `timeout`" in findings[0].message

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from tinykit import FIXTURES, project_config
 
 from rentcheck.run.resume import run_resume
@@ -24,11 +25,17 @@ def _settings(root: Path, args: str, steps: int):  # type: ignore[no-untyped-def
 
 
 def test_a_trainer_without_a_steps_flag_stops_at_steps_reference_and_relaunches(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     settings = _settings(tmp_path / "endless", "--every 2", steps=6)
     outcome = run_resume(settings, workdir_parent=str(tmp_path))
     assert outcome.passed, outcome.verdict_lines()
+    # Off a terminal, progress still reaches stderr: one line per launch as it ends.
+    progress = capsys.readouterr().err.splitlines()
+    assert len(progress) == 6 and all(line.startswith("resume: ") for line in progress)
+    assert "resume: reference: stopped by rentcheck after step 6 of this process" in "\n".join(
+        progress
+    )
     ref = outcome.reference
     assert ref.shim.stopped_after == 6 and not ref.result.timed_out
     runs = [run for chain in outcome.chains for run in chain.runs]

@@ -108,3 +108,13 @@ def test_shim_off_needs_step_lines_in_the_log(tmp_path: Path) -> None:
     outcome = run_smoke(smoke_settings(project_config(root)), workdir_parent=str(tmp_path))
     assert outcome.passed, outcome.verdict_lines()
     assert outcome.observed_steps == 3 and outcome.shim.status == "off"
+
+
+def test_smoke_of_optimizer_steps_that_change_nothing_fails(tmp_path: Path) -> None:
+    """optimizer.step() without a backward: the step hook fires, no parameter moves. The log
+    has a step line per step too; neither makes it a step that trained."""
+    root = _project(tmp_path / "nograd", "--update nograd --epochs 4")
+    outcome = run_smoke(smoke_settings(project_config(root)), workdir_parent=str(tmp_path))
+    assert not outcome.passed and [f.code for f in outcome.findings] == ["RC613"]
+    assert outcome.shim.idle and outcome.to_dict()["optimizer_steps"] == 0
+    assert "changed no parameter" in outcome.findings[0].message

@@ -123,7 +123,18 @@ def _from_traceback(tb: Traceback, tail: Sequence[str]) -> Failure | None:
         if module in GPU_ONLY_PACKAGES or _NEEDS_GPU.search(exc):
             return Failure("needs-gpu", exc, f"`{module}` needs a GPU")
         return Failure("import", exc)
-    saving = any(_SAVE_FRAME.search(f) or "save" in fn for f, _, fn in tb.frames)
+    loading = "Weights only load failed" in exc or (
+        "Unpickling" in tb.exception_type and "load" in funcs
+    )
+    if loading:
+        return Failure(
+            "data",
+            exc,
+            "torch.load refused the file: torch >= 2.6 loads with weights_only=True by default; "
+            "pass weights_only=False for a file you wrote yourself (see RC203)",
+        )
+    # A frame in torch/serialization.py is no save by itself: torch.load lives there too.
+    saving = any("save" in fn for fn in funcs)
     if saving and (any(_SAVE_FRAME.search(f) for f in files) or _PICKLE.search(exc)):
         return Failure("checkpoint-save", exc)
     if any(_DATA_FRAME.search(f) for f in files) or any(_DATA_FUNC.search(f) for f in funcs):
@@ -164,13 +175,20 @@ def classify_failure(
         return Failure("checkpoint-save", str(shim.failed_saves[0].get("error")))
     if returncode == 0:
         if observed_steps == 0:
-            return Failure("no-steps", "exit 0 without an optimizer step", _unseen(shim))
+            what = "a step that changed a parameter" if shim.idle else "an optimizer step"
+            return Failure("no-steps", f"exit 0 without {what}", _unseen(shim))
         return None
     return _crash_class(returncode, clean, observed_steps)
 
 
 def _unseen(shim: ShimSummary) -> str:
     """Why no step was seen: the evidence a passing smoke needs and did not get."""
+    if shim.idle:
+        return (
+            f"optimizer.step() ran {shim.steps} time(s) but changed no parameter: no gradient "
+            "reached the optimizer's parameters (backward missing, a detached loss, frozen "
+            "parameters) or the learning rate is 0"
+        )
     if shim.active:
         return (
             "the step shim saw no torch.optim step and no parameter changed between two "

@@ -262,6 +262,8 @@ def _ending(result: ProcessResult, shim: shimreport.ShimSummary) -> str:
         return f"{signal.Signals(result.sent_signal).name} sent after {steps}, relaunching..."
     if result.timed_out:
         return "timed out"
+    if result.returncode == 0 and shim.stopped_after is not None:
+        return f"stopped by rentcheck after {steps}"
     return f"exited with status {result.returncode} after {steps}"
 
 

@@ -9,6 +9,7 @@ scheduler); at the end, equal final step and weights, and no temp files left beh
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,12 @@ def judge(settings: ResumeSettings, reference: RunRecord, chains: Sequence[Chain
     add = out.findings.append
     if reference.failed_on_its_own:
         text = f"the uninterrupted run failed: {reference.failure_text()}"
+        if reference.result.timed_out and reference.shim.steps:
+            text += (
+                f"; it was still stepping (step {reference.shim.steps} of {settings.steps}) "
+                f"when `timeout` ({settings.timeout:g} s) ran out, beside the kill chains: "
+                "raise `timeout` or make the resume args train a smaller model"
+            )
         add(_finding(rules.REFERENCE_FAILED, text, log_tail=reference.result.lines[-40:]))
         return out
     patterns = ckptdir.checkpoint_patterns(reference.listing)
@@ -219,7 +226,8 @@ def _judge_link(
     if cut_under_final_name:
         text = (
             f"the checkpoint was visible under its final name {cut_name!r} before it was "
-            "complete; the relaunch coped with the truncated file"
+            "complete; the relaunch did not fail on it (it skipped it, fell back, or never "
+            "read it), but another reader of that name would get a truncated file"
         )
         add(_finding(rules.PARTIAL_TOLERATED, text, title, file=cut_file))
     if compare.source is None:
@@ -232,12 +240,18 @@ def _judge_link(
         first_mismatch=result.first_mismatch,
         steps_inferred=result.inferred,
     )
+    evidence = resume_evidence(relaunch.result.lines)
+    if evidence:
+        scenario["framework_resume_evidence"] = evidence
     if result.first_step is None:
         add(_finding(rules.NO_STEP_RECORDS, "the relaunch logged no step", title))
     elif durable >= 1 and result.first_step <= 1:
+        said = (
+            f" (its log says {evidence!r}, yet its losses are those of step 1)" if evidence else ""
+        )
         text = (
             f"the relaunch started again at step {result.first_step} although the checkpoint "
-            f"of step {durable} was on disk: it never loaded it"
+            f"of step {durable} was on disk: it never loaded it{said}"
         )
         add(_finding(rules.STEP_RESET, text, title, durable=durable))
     elif result.first_step != durable + 1:
@@ -258,6 +272,21 @@ def _judge_link(
         )
         add(_finding(rule, text, title, step=result.first_mismatch, expected=expected, got=got))
     return result.first_step
+
+
+# What frameworks print when they load a checkpoint on start-up: HF Trainer, Lightning,
+# accelerate, and the common hand-written "resumed from ..." line.
+_RESUMED = re.compile(
+    r"Continuing training from (?:checkpoint|global step \d+)|"
+    r"Restor(?:ing|ed) (?:all )?states from the checkpoint|Loading states from|"
+    r"\bresum(?:ed|ing)(?: training)? from\b",
+    re.IGNORECASE,
+)
+
+
+def resume_evidence(lines: Sequence[str]) -> str | None:
+    """The relaunch's own line saying it loaded a checkpoint (the first one), if any."""
+    return next((line.strip() for line in lines if _RESUMED.search(line)), None)
 
 
 def _last_step(ctx: _Context) -> int | None:

@@ -48,7 +48,8 @@ class ResumeOutcome:
         findings when None, for a test that runs the engine directly)."""
         passed = self.passed if passed is None else passed
         ref = self.reference
-        judged, planned = self.scenarios_judged, len(self.judgement.scenarios)
+        judged = self.scenarios_judged
+        planned = sum(len(chain.interrupts) for chain in self.chains)
         ratio = f" ({self.ratio:.1f}x one uninterrupted run)" if judged else ""
         source = {"log": "its log", "shim": "the step shim"}.get(self.judgement.source or "")
         losses = f"step losses from {source}" if source else "no step losses"

@@ -39,6 +39,9 @@ class ShimSummary:
     pause: Mapping[str, Any] | None = None
     digest: str | None = None
     errors: tuple[str, ...] = ()
+    # Every checked step left every parameter as it was (no gradient reached the optimizer,
+    # or a zero learning rate): the run stepped but did not train.
+    idle: bool = False
 
     @property
     def active(self) -> bool:
@@ -95,6 +98,7 @@ class ShimSummary:
             "torch_version": self.torch_version,
             "optimizer_steps": self.steps,
             "stopped_after": self.stopped_after,
+            "steps_changed_no_parameter": self.idle,
             "nonfinite": _public(self.nonfinite) if self.nonfinite else None,
             "failed_saves": [_public(s) for s in self.failed_saves],
             "weights_sha256": self.digest,
@@ -148,4 +152,5 @@ def summarize(events: Sequence[Mapping[str, Any]], injected: bool) -> ShimSummar
         pause=first("pause"),
         digest=str(exit_event["digest"]) if exit_event and exit_event.get("digest") else None,
         errors=tuple(str(e.get("error")) for e in events if e.get("e") == "shim-error"),
+        idle=bool(step_events) and all(e.get("moved") is False for e in step_events[:3]),
     )

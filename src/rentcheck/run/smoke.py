@@ -58,6 +58,9 @@ class SmokeOutcome:
 
     @property
     def observed_steps(self) -> int:
+        """Optimizer steps that trained: 0 when the shim saw steps change no parameter."""
+        if self.shim.idle:
+            return 0
         return max(self.shim.steps, len(self.losses))
 
     @property
@@ -251,9 +254,8 @@ def run_smoke(
     _, records = parse_steps(result.lines, settings.step_patterns)
     losses = {r.step if r.step is not None else i: r.loss or "" for i, r in enumerate(records, 1)}
     outside = changed_paths(before, after) if before is not None and after is not None else []
-    failure = classify_failure(
-        result.returncode, result.timed_out, result.lines, shim, max(shim.steps, len(losses))
-    )
+    observed = 0 if shim.idle else max(shim.steps, len(losses))
+    failure = classify_failure(result.returncode, result.timed_out, result.lines, shim, observed)
     outcome = SmokeOutcome(settings, result, shim, failure, outside, losses)
     outcome.findings = _findings(outcome)
     keep = not outcome.passed if keep_workdir is None else keep_workdir

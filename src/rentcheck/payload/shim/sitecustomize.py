@@ -6,14 +6,20 @@ Python 3.8 syntax, and it never raises into the user's program. What it does:
 
 * imports the ``sitecustomize`` it shadows (Debian's, a venv's, the user's), so that one still
   runs exactly as without rentcheck;
-* waits for ``import torch`` (a ``sys.meta_path`` finder; a process that never imports torch pays
-  one JSON line), then registers torch's *global* optimizer step hooks, which fire for every
-  ``torch.optim.Optimizer`` without touching user objects, and wraps ``torch.save`` (paths,
+* waits for ``import torch`` (a ``sys.meta_path`` finder that a ``find_spec`` probe does not
+  use up; a process that never imports torch pays one JSON line), then registers torch's
+  *global* optimizer step hooks, which fire for every ``torch.optim.Optimizer`` without
+  touching user objects, wraps ``torch.autograd.backward``, and wraps ``torch.save`` (paths,
   files and buffers), safetensors' ``save_file`` and ``os.rename``/``os.replace`` (a rename
   after a save publishes a checkpoint: ``last.pt.tmp -> last.pt``, ``tmp-checkpoint-8/``);
-* counts optimizer steps, records each step's loss (the scalar passed to ``backward``), checks
-  that parameters stay finite, stops cleanly after N steps, or pauses at a step or in the middle
-  of a checkpoint write so that the supervisor can kill the run at an exact point;
+* counts optimizer steps: every torch.optim step (a step that changed no parameter is
+  reported as such), and, for loops with no torch.optim step, parameters changed in place
+  between two backward passes (hand-written SGD through ``p.data``, a home-made optimizer);
+* records each step's loss (the scalar passed to ``backward``), checks that parameters stay
+  finite, stops cleanly after N steps, or pauses at a step or in the middle of a checkpoint
+  write so that the supervisor can kill the run at an exact point;
+* with ``RENTCHECK_SHIM_TRAINING_ARGS``, sets transformers' TrainingArguments fields (a
+  preset's limits for a script that builds them from its own flags);
 * reports everything as JSON lines appended to ``$RENTCHECK_SHIM_REPORT``.
 
 Settings come from ``RENTCHECK_SHIM_*`` variables; without them the shim only chains.
@@ -53,6 +59,7 @@ class _ShimState:
         self.optim_seen = False  # a torch.optim step hook fired: no need to watch parameters
         self.watched: list[Any] = []  # the leaves of the first backward's graph (parameters)
         self.snapshot: list[Any] | None = None  # (version, sample) per watched leaf
+        self.before_step: list[Any] | None = None  # params and fingerprints, first steps only
 
 
 _State = _ShimState()
@@ -203,10 +210,19 @@ def _install(torch: Any) -> None:
     _emit("torch", version=_State.torch_version)
 
 
+_CHECK_MOVED = 3  # the first optimizer steps are checked for changing any parameter
+
+
 def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     _State.optim_seen = True
     _State.snapshot = None
     _stop_or_pause()
+    if _State.steps < _CHECK_MOVED:
+        try:
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            _State.before_step = [params, [_fingerprint(p) for p in params]]
+        except Exception:  # noqa: BLE001 - evidence only
+            _State.before_step = None
 
 
 def _stop_or_pause() -> None:
@@ -224,10 +240,29 @@ def _stop_or_pause() -> None:
 
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     params = [p for group in optimizer.param_groups for p in group["params"]]
-    _count_step(id(optimizer), params, "optimizer")
+    moved = None
+    before, _State.before_step = _State.before_step, None
+    if before is not None:
+        try:
+            moved = _moved(before[0], before[1])
+        except Exception:  # noqa: BLE001 - evidence only
+            moved = None
+    _count_step(id(optimizer), params, "optimizer", moved)
 
 
-def _count_step(key: int, params: list[Any], how: str) -> None:
+def _moved(params: list[Any], fingerprints: list[Any]) -> bool:
+    """Whether any parameter changed since its fingerprint (a step with no gradient, or a
+    zero learning rate, changes none)."""
+    import torch
+
+    for index, (version, sample) in enumerate(fingerprints):
+        now_version, now_sample = _fingerprint(params[index])
+        if now_version != version or (sample is not None and not torch.equal(now_sample, sample)):
+            return True
+    return False
+
+
+def _count_step(key: int, params: list[Any], how: str, moved: bool | None = True) -> None:
     _State.steps += 1
     index = _State.optimizers.setdefault(key, len(_State.params))
     if index == len(_State.params):
@@ -235,7 +270,7 @@ def _count_step(key: int, params: list[Any], how: str) -> None:
     else:
         _State.params[index] = params
     losses, _State.losses = _State.losses, []
-    _emit("step", n=_State.steps, loss=losses, by=how)
+    _emit("step", n=_State.steps, loss=losses, by=how, moved=moved)
     if _State.steps == 1 and _setting("MODULES") == "1":
         _emit_modules()
     if _setting("FINITE") == "1":
@@ -331,7 +366,10 @@ def _watch_leaves(torch: Any, tensors: Any) -> None:
 
 def _fingerprint(param: Any) -> tuple[int, Any]:
     try:
-        flat = param.detach().reshape(-1)
+        plain = param.detach()
+        if type(plain).__name__ != "Tensor":  # a DTensor or subclass: slicing may communicate
+            return param._version, None
+        flat = plain.reshape(-1)
         stride = max(1, flat.numel() // _SAMPLES)
         # ``.data`` writes do not move ``_version``: a few values show them.
         sample = flat[::stride].clone()
