@@ -81,6 +81,15 @@ def test_resume_scenarios_are_read_for_the_picture(lived: Path) -> None:
         assert s.durable is not None and s.relaunch_first == s.durable + 1
 
 
+def test_the_markdown_shows_the_same_resume_and_verify(lived: Path) -> None:
+    from rentcheck.report.markdown import render_markdown
+
+    text = render_markdown(gather(str(lived)))
+    assert "## Resume: kill, checkpoint, relaunch" in text
+    assert "| ✅ SIGKILL between checkpoints |" in text
+    assert "## Verified pull (2 file(s), verified by `rentcheck pull`)" in text
+
+
 def _shots_dir(tmp_path: Path) -> Path:
     """Where the screenshots go: REPORT_SCREENSHOTS_DIR when set (kept), else the test's dir
     (the suite's conftest clears RENTCHECK_* variables)."""
