@@ -111,6 +111,7 @@ CHECKS = (
     "document.querySelectorAll('#older-runs tbody tr').length",
     "document.documentElement.scrollWidth - window.innerWidth",
     "document.body.innerText.includes('No verify yet')",
+    "Array.from(document.querySelectorAll('#durations text')).map(t => t.textContent)",
 )
 
 
@@ -130,9 +131,10 @@ def test_the_page_in_chromium_at_desktop_and_phone_width(
     load = load_page(binary, page.as_uri(), str(shot), CHECKS, viewport=viewport)
     print(f"screenshot ({name}): {shot}")
     assert load.errors == []
-    svgs, kills, checkpoints, relaunches, widths, verified, shown, older, overflow, none = (
+    svgs, kills, checkpoints, relaunches, widths, verified, shown, older, overflow, none, bars = (
         load.values
     )
+    assert {"resume", "pull", "verify"} <= set(bars)  # one bar each, labelled
     assert svgs == kills == checkpoints == relaunches == 2  # one picture per scenario
     assert all(w > 300 for w in widths)  # drawn, at the width there is
     assert verified == 2 and none is False  # pull's verify, not "No verify yet"

@@ -296,6 +296,17 @@ def _resume(life: Lifecycle) -> str:
     return head + figures + "</section>"
 
 
+def _durations(life: Lifecycle) -> str:
+    if not life.durations:
+        return ""
+    from rentcheck.report.resume_svg import durations_svg
+
+    return (
+        '<section id="durations"><h2>How long each gate took (last run)</h2>'
+        f"<figure>{durations_svg(life.durations)}</figure></section>"
+    )
+
+
 def _problems(problems: Iterable[str]) -> str:
     items = "".join(f"<li>{_e(p)}</li>" for p in problems)
     return f'<ul class="problems">{items}</ul>' if items else ""
@@ -310,7 +321,8 @@ def render_html(life: Lifecycle) -> str:
         f"<title>rentcheck report: {_e(life.project)}</title><style>{_CSS}</style></head>"
         f'<body><main><h1>rentcheck report</h1><p class="meta">{_e(life.project)} &middot; '
         f"generated {_e(life.generated_at)} by rentcheck {_e(life.version)}</p>"
-        f"{_problems(life.problems)}{_timeline(life)}{_resume(life)}{_mounts(life)}"
+        f"{_problems(life.problems)}{_timeline(life)}{_resume(life)}{_durations(life)}"
+        f"{_mounts(life)}"
         f"{_verify(life)}"
         f"{_findings(life)}{_history(life.entries)}</main></body></html>\n"
     )

@@ -81,6 +81,7 @@ class Lifecycle:
     verify_total: int = 0  # files verify read; more than the rows when a text run cut them
     verify_via: str = "verify"  # the gate whose last report holds the verify: verify or pull
     resume: list[ResumeScenario] = field(default_factory=list)
+    durations: list[tuple[str, float]] = field(default_factory=list)  # (what, seconds)
 
     def verify_count(self) -> str:
         """'N file(s)', or 'N of M file(s) listed' when the ok rows were cut."""
@@ -200,6 +201,30 @@ def _resume(report: Mapping[str, Any] | None) -> list[ResumeScenario]:
     return found
 
 
+# Where each gate's last report says how long it took: (gate, block, key).
+_DURATIONS = (
+    ("smoke", "smoke", "duration_s"),
+    ("resume", "resume", "duration_s"),
+    ("pull", "pull", "seconds"),
+    ("verify", "verify", "seconds"),
+)
+
+
+def _durations(reports: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, float]]:
+    """How long each gate's last run took, as its report says (a pull's verify counts as
+    verify when no verify report of its own is kept)."""
+    found: dict[str, float] = {}
+    for gate, block, key in _DURATIONS:
+        for source in (gate, "pull") if block == "verify" else (gate,):
+            value = _mapping(_mapping(reports.get(source)).get(block)).get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+                found.setdefault(gate, float(value))
+    watch = _mapping(reports.get("watch")).get("round_trip_s")
+    if isinstance(watch, (int, float)) and not isinstance(watch, bool) and watch >= 0:
+        found["watch (probe)"] = float(watch)
+    return list(found.items())
+
+
 def _verify_report(
     reports: Mapping[str, Mapping[str, Any]], mtimes: Mapping[str, float]
 ) -> tuple[Mapping[str, Any] | None, str]:
@@ -311,6 +336,7 @@ def gather(root: str, inputs: Sequence[str] = ()) -> Lifecycle:
         rules=_rule_groups(reports),
         problems=problems,
         resume=_resume(reports.get("resume")),
+        durations=_durations(reports),
     )
 
 

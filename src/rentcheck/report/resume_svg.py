@@ -1,4 +1,5 @@
-"""The resume gate's kill scenarios as inline SVG timelines, one picture per scenario.
+"""The resume gate's kill scenarios as inline SVG timelines, one picture per scenario, and
+the gates' durations as one bar chart.
 
 Each picture has one axis of optimizer steps and two rows: the run that was killed (its steps,
 then the kill and its signal) and the relaunch (the step it continued from, to its last). The
@@ -15,7 +16,7 @@ import html
 from rentcheck.report.lifecycle import ResumeScenario
 from rentcheck.sanitise import sanitise
 
-__all__ = ["resume_svg"]
+__all__ = ["durations_svg", "resume_svg"]
 
 WIDTH, HEIGHT = 720, 150
 LEFT, RIGHT = 120, 110  # room on the right for the last label
@@ -146,3 +147,26 @@ def resume_svg(s: ResumeScenario) -> str:
         )
         parts.append(_text(_x(last + 0.5, top) + 6, ROW_RELAUNCH + 4, verdict))
     return head + "".join(parts) + _axis(top) + "</svg>"
+
+
+def durations_svg(durations: list[tuple[str, float]]) -> str:
+    """How long each gate's last run took: one bar per gate, on one scale of seconds."""
+    longest = max((seconds for _, seconds in durations), default=0.0) or 1.0
+    row = 26
+    height = 16 + row * len(durations)
+    said = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in durations)
+    parts = [
+        f'<svg class="durations" viewBox="0 0 {WIDTH} {height}" role="img" '
+        f'xmlns="http://www.w3.org/2000/svg" aria-label="{_e(said)}"><title>{_e(said)}</title>'
+    ]
+    span = WIDTH - LEFT - RIGHT
+    for index, (name, seconds) in enumerate(durations):
+        y = 8 + row * index
+        width = max(2.0, round(span * seconds / longest, 1))
+        parts.append(_text(LEFT - 8, y + 14, name, anchor="end"))
+        parts.append(
+            f'<rect class="duration" x="{LEFT}" y="{y + 2}" width="{width}" height="16" '
+            f'rx="3" fill="{GREY}"/>'
+        )
+        parts.append(_text(LEFT + width + 6, y + 14, f"{seconds:.1f} s"))
+    return "".join(parts) + "</svg>"
