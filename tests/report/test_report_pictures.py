@@ -79,6 +79,12 @@ def test_resume_scenarios_are_read_for_the_picture(lived: Path) -> None:
     for s in life.resume:
         assert s.passed and s.signal in s.name
         assert s.durable is not None and s.relaunch_first == s.durable + 1
+        # the losses of both runs: the relaunch's first step is the one after the checkpoint,
+        # and its losses are the uninterrupted run's from there (the scenario passed)
+        reference = dict(s.losses["reference"])
+        assert s.losses["killed"][-1][0] == s.killed_after
+        assert s.losses["relaunch"][0][0] == s.relaunch_first
+        assert all(reference[step] == loss for step, loss in s.losses["relaunch"])
 
 
 def test_the_markdown_shows_the_same_resume_and_verify(lived: Path) -> None:
@@ -112,6 +118,7 @@ CHECKS = (
     "document.documentElement.scrollWidth - window.innerWidth",
     "document.body.innerText.includes('No verify yet')",
     "Array.from(document.querySelectorAll('#durations text')).map(t => t.textContent)",
+    "Array.from(document.querySelectorAll('#resume svg .loss')).map(l => l.classList[1])",
 )
 
 
@@ -131,9 +138,10 @@ def test_the_page_in_chromium_at_desktop_and_phone_width(
     load = load_page(binary, page.as_uri(), str(shot), CHECKS, viewport=viewport)
     print(f"screenshot ({name}): {shot}")
     assert load.errors == []
-    svgs, kills, checkpoints, relaunches, widths, verified, shown, older, overflow, none, bars = (
-        load.values
-    )
+    (svgs, kills, checkpoints, relaunches, widths, verified, shown, older, overflow, none, bars,
+     losses) = load.values  # fmt: skip
+    # each scenario's losses: the uninterrupted run, the killed one and its relaunch
+    assert sorted(losses) == sorted(["loss-reference", "loss-killed", "loss-relaunch"] * 2)
     assert {"resume", "pull", "verify"} <= set(bars)  # one bar each, labelled
     assert svgs == kills == checkpoints == relaunches == 2  # one picture per scenario
     assert all(w > 300 for w in widths)  # drawn, at the width there is

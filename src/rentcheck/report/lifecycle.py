@@ -106,6 +106,8 @@ class ResumeScenario:
     relaunch_failed: bool
     signal: str | None
     reference_last: int | None  # the uninterrupted run's last step
+    # (step, loss) per run: "reference", "killed", "relaunch" (absent: not read)
+    losses: Mapping[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -172,6 +174,19 @@ def _verify(
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "note": 2}
 
 
+def _points(value: Any) -> tuple[tuple[int, float], ...]:
+    import math
+
+    found = []
+    for pair in value if isinstance(value, list) else []:
+        if isinstance(pair, list) and len(pair) == 2:
+            step, loss = _int(pair[0]), pair[1]
+            finite = isinstance(loss, (int, float)) and not isinstance(loss, bool)
+            if step is not None and finite and math.isfinite(loss):
+                found.append((step, float(loss)))
+    return tuple(found[:2000])
+
+
 def _resume(report: Mapping[str, Any] | None) -> list[ResumeScenario]:
     block = _mapping(_mapping(report).get("resume"))
     scenarios = block.get("scenarios")
@@ -196,6 +211,11 @@ def _resume(report: Mapping[str, Any] | None) -> list[ResumeScenario]:
                 relaunch_failed=bool(s.get("relaunch_failed")),
                 signal=signal,
                 reference_last=last,
+                losses={
+                    run: _points(points)
+                    for run, points in _mapping(s.get("losses")).items()
+                    if run in ("reference", "killed", "relaunch") and _points(points)
+                },
             )
         )
     return found

@@ -81,11 +81,50 @@ def _summary(s: ResumeScenario) -> str:
     return said
 
 
+LOSS_TOP, LOSS_BOTTOM = 150, 240  # the loss panel under the step axis
+_LINES = (("reference", GREY, "4 3", "uninterrupted"), ("killed", INK, "", "killed"),
+          ("relaunch", GREEN, "", "relaunch"))  # fmt: skip
+
+
+def _loss_panel(s: ResumeScenario, top: int) -> str:
+    """The runs' losses on the timeline's step axis: the relaunch on top of the reference."""
+    values = [loss for points in s.losses.values() for _, loss in points]
+    if not values:
+        return ""
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+
+    def y(loss: float) -> float:
+        return round(LOSS_BOTTOM - (LOSS_BOTTOM - LOSS_TOP) * (loss - low) / span, 1)
+
+    parts = [
+        _text(LEFT - 8, LOSS_TOP + 4, f"loss {high:.3g}", anchor="end", color=GREY),
+        _text(LEFT - 8, LOSS_BOTTOM + 4, f"{low:.3g}", anchor="end", color=GREY),
+        f'<line x1="{LEFT}" y1="{LOSS_BOTTOM}" x2="{WIDTH - RIGHT}" y2="{LOSS_BOTTOM}" '
+        f'stroke="{GREY}" stroke-width="0.5"/>',
+    ]
+    legend_x = WIDTH - RIGHT + 8
+    for index, (run, color, dash, label) in enumerate(_LINES):
+        points = s.losses.get(run)
+        if not points:
+            continue
+        path = " ".join(f"{_x(step, top)},{y(loss)}" for step, loss in points)
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
+        width = 3 if run == "reference" else 1.6
+        parts.append(
+            f'<polyline class="loss loss-{run}" points="{path}" fill="none" stroke="{color}" '
+            f'stroke-width="{width}"{dashed}/>'
+        )
+        parts.append(_text(legend_x, LOSS_TOP + 4 + 16 * index, label, color=color))
+    return "".join(parts)
+
+
 def resume_svg(s: ResumeScenario) -> str:
     """One scenario as an ``<svg>`` element (its ``<title>`` says the same in words)."""
     summary = _summary(s)
+    height = LOSS_BOTTOM + 14 if s.losses else HEIGHT
     head = (
-        f'<svg class="resume" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
+        f'<svg class="resume" viewBox="0 0 {WIDTH} {height}" role="img" '
         f'xmlns="http://www.w3.org/2000/svg" aria-label="{_e(summary)}"><title>{_e(summary)}'
         "</title>"
     )
@@ -146,7 +185,7 @@ def resume_svg(s: ResumeScenario) -> str:
             else ""
         )
         parts.append(_text(_x(last + 0.5, top) + 6, ROW_RELAUNCH + 4, verdict))
-    return head + "".join(parts) + _axis(top) + "</svg>"
+    return head + "".join(parts) + _axis(top) + _loss_panel(s, top) + "</svg>"
 
 
 def durations_svg(durations: list[tuple[str, float]]) -> str:

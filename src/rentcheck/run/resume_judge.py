@@ -139,6 +139,27 @@ def _judge_chain(ctx: _Context, chain: Chain) -> None:
         _judge_final(ctx, chain, final)
 
 
+MAX_POINTS = 400  # per run: a report's picture needs its shape, not every step
+
+
+def loss_points(series: Any, first_step: int) -> list[list[float]]:
+    """``[step, loss]`` pairs of a series (its own steps, else counted from ``first_step``);
+    losses that are not one finite number (a shim's per-group tuple, nan) are left out."""
+    import math
+
+    steps = series.steps or list(range(first_step, first_step + len(series.values)))
+    points = []
+    for step, value in zip(steps, series.values, strict=False):
+        try:
+            loss = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(loss):
+            points.append([step, loss])
+    stride = max(1, -(-len(points) // MAX_POINTS))
+    return points[::stride]
+
+
 _DIVERGED = frozenset({rules.RNG_OR_DATA.code, rules.OPTIMIZER.code, rules.STEP_RESET.code})
 
 
@@ -179,6 +200,11 @@ def _judge_link(
         "killed_after_step": at_step,
         "durable_checkpoint_step": durable,
         "cut_file": cut_file,
+        # (step, loss) of each run, for the report's picture (numbers only, at most MAX_POINTS)
+        "losses": {
+            "reference": loss_points(compare.reference, 1),
+            "killed": loss_points(killed_series, offset + 1),
+        },
     }
     out.scenarios.append(scenario)
     cut_name = os.path.basename(cut_file or "")
@@ -199,6 +225,9 @@ def _judge_link(
     if compare.source is None:
         return None
     result = compare.compare(relaunch, durable + 1)
+    if result.first_step is not None:
+        relaunched = compare.series(relaunch)
+        scenario["losses"]["relaunch"] = loss_points(relaunched, result.first_step)
     scenario.update(
         relaunch_first_step=result.first_step,
         relaunch_last_step=result.last_step,
