@@ -82,6 +82,7 @@ class Lifecycle:
     verify_via: str = "verify"  # the gate whose last report holds the verify: verify or pull
     resume: list[ResumeScenario] = field(default_factory=list)
     durations: list[tuple[str, float]] = field(default_factory=list)  # (what, seconds)
+    smoke_losses: tuple[tuple[int, float], ...] = ()  # (step, loss) of the last smoke run
 
     def verify_count(self) -> str:
         """'N file(s)', or 'N of M file(s) listed' when the ok rows were cut."""
@@ -357,6 +358,7 @@ def gather(root: str, inputs: Sequence[str] = ()) -> Lifecycle:
         problems=problems,
         resume=_resume(reports.get("resume")),
         durations=_durations(reports),
+        smoke_losses=_points(_mapping(_mapping(reports.get("smoke")).get("smoke")).get("losses")),
     )
 
 

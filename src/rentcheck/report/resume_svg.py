@@ -16,7 +16,7 @@ import html
 from rentcheck.report.lifecycle import ResumeScenario
 from rentcheck.sanitise import sanitise
 
-__all__ = ["durations_svg", "resume_svg"]
+__all__ = ["durations_svg", "loss_curve_svg", "resume_svg"]
 
 WIDTH, HEIGHT = 720, 150
 LEFT, RIGHT = 120, 110  # room on the right for the last label
@@ -209,3 +209,26 @@ def durations_svg(durations: list[tuple[str, float]]) -> str:
         )
         parts.append(_text(LEFT + width + 6, y + 14, f"{seconds:.1f} s"))
     return "".join(parts) + "</svg>"
+
+
+def loss_curve_svg(points: tuple[tuple[int, float], ...], label: str) -> str:
+    """One run's loss per optimizer step as a line, with the step axis under it."""
+    top = max(step for step, _ in points)
+    low, high = min(loss for _, loss in points), max(loss for _, loss in points)
+    span = (high - low) or 1.0
+    plot_top, plot_bottom = 14, 96
+
+    def y(loss: float) -> float:
+        return round(plot_bottom - (plot_bottom - plot_top) * (loss - low) / span, 1)
+
+    said = f"{label}: {len(points)} steps, loss from {points[0][1]:.4g} to {points[-1][1]:.4g}"
+    path = " ".join(f"{_x(step, top)},{y(loss)}" for step, loss in points)
+    return (
+        f'<svg class="losscurve" viewBox="0 0 {WIDTH} 140" role="img" '
+        f'xmlns="http://www.w3.org/2000/svg" aria-label="{_e(said)}"><title>{_e(said)}</title>'
+        + _text(LEFT - 8, plot_top + 4, f"loss {high:.3g}", anchor="end", color=GREY)
+        + _text(LEFT - 8, plot_bottom + 4, f"{low:.3g}", anchor="end", color=GREY)
+        + f'<polyline class="loss" points="{path}" fill="none" stroke="{INK}" stroke-width="1.6"/>'
+        + _axis(top)
+        + "</svg>"
+    )
