@@ -307,6 +307,18 @@ def _smoke(life: Lifecycle) -> str:
     )
 
 
+def _watch(life: Lifecycle) -> str:
+    if not life.watch_history:
+        return ""
+    from rentcheck.report.resume_svg import watch_svg
+
+    host = f" on {_e(life.watch_host)}" if life.watch_host else ""
+    return (
+        f'<section id="watch"><h2>Watch: step and disk over time{host} (this launch)</h2>'
+        f"<figure>{watch_svg(life.watch_history)}</figure></section>"
+    )
+
+
 def _durations(life: Lifecycle) -> str:
     if not life.durations:
         return ""
@@ -333,7 +345,7 @@ def render_html(life: Lifecycle) -> str:
         f'<body><main><h1>rentcheck report</h1><p class="meta">{_e(life.project)} &middot; '
         f"generated {_e(life.generated_at)} by rentcheck {_e(life.version)}</p>"
         f"{_problems(life.problems)}{_timeline(life)}{_smoke(life)}{_resume(life)}"
-        f"{_durations(life)}"
+        f"{_watch(life)}{_durations(life)}"
         f"{_mounts(life)}"
         f"{_verify(life)}"
         f"{_findings(life)}{_history(life.entries)}</main></body></html>\n"

@@ -83,6 +83,9 @@ class Lifecycle:
     resume: list[ResumeScenario] = field(default_factory=list)
     durations: list[tuple[str, float]] = field(default_factory=list)  # (what, seconds)
     smoke_losses: tuple[tuple[int, float], ...] = ()  # (step, loss) of the last smoke run
+    # (seconds since the first watch, step, disk used %, inodes used %) of the last launch
+    watch_history: tuple[tuple[float, int | None, float | None, float | None], ...] = ()
+    watch_host: str | None = None
 
     def verify_count(self) -> str:
         """'N file(s)', or 'N of M file(s) listed' when the ok rows were cut."""
@@ -173,6 +176,34 @@ def _verify(
 
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "note": 2}
+
+
+def _number(value: Any) -> float | None:
+    import math
+
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def _watch_history(
+    report: Mapping[str, Any] | None,
+) -> tuple[tuple[float, int | None, float | None, float | None], ...]:
+    rows = _mapping(report).get("watch_history")
+    points = []
+    for raw in rows[-2000:] if isinstance(rows, list) else []:
+        row = _mapping(raw)
+        when = _number(row.get("time"))
+        if when is not None:
+            points.append(
+                (
+                    when,
+                    _int(row.get("step")),
+                    _number(row.get("disk_used_pct")),
+                    _number(row.get("inodes_used_pct")),
+                )
+            )
+    start = points[0][0] if points else 0.0
+    return tuple((when - start, step, disk, inodes) for when, step, disk, inodes in points)
 
 
 def _points(value: Any) -> tuple[tuple[int, float], ...]:
@@ -358,6 +389,10 @@ def gather(root: str, inputs: Sequence[str] = ()) -> Lifecycle:
         problems=problems,
         resume=_resume(reports.get("resume")),
         durations=_durations(reports),
+        watch_history=_watch_history(reports.get("watch")),
+        watch_host=_text(_mapping(reports.get("watch")).get("host")) or None
+        if reports.get("watch")
+        else None,
         smoke_losses=_points(_mapping(_mapping(reports.get("smoke")).get("smoke")).get("losses")),
     )
 

@@ -16,7 +16,7 @@ import html
 from rentcheck.report.lifecycle import ResumeScenario
 from rentcheck.sanitise import sanitise
 
-__all__ = ["durations_svg", "loss_curve_svg", "resume_svg"]
+__all__ = ["durations_svg", "loss_curve_svg", "resume_svg", "watch_svg"]
 
 WIDTH, HEIGHT = 720, 150
 LEFT, RIGHT = 120, 110  # room on the right for the last label
@@ -232,3 +232,50 @@ def loss_curve_svg(points: tuple[tuple[int, float], ...], label: str) -> str:
         + _axis(top)
         + "</svg>"
     )
+
+
+def watch_svg(history: tuple[tuple[float, int | None, float | None, float | None], ...]) -> str:
+    """The launch's watches over time: the step it had reached, and the worst disk and inode
+    use (0-100 %), one point per watch."""
+    last = max(when for when, *_ in history) or 1.0
+    steps = [step for _, step, _, _ in history if step is not None]
+    top_step = max(steps, default=0) or 1
+    span = WIDTH - LEFT - RIGHT
+
+    def x(when: float) -> float:
+        return round(LEFT + span * when / last, 1)
+
+    def line(values: list[tuple[float, float]], top: float, y0: int, y1: int, css: str) -> str:
+        if not values:
+            return ""
+        path = " ".join(f"{x(w)},{round(y1 - (y1 - y0) * v / top, 1)}" for w, v in values)
+        dots = "".join(
+            f'<circle cx="{x(w)}" cy="{round(y1 - (y1 - y0) * v / top, 1)}" r="2.5"/>'
+            for w, v in values
+        )
+        color = {"step": INK, "disk": GREY, "inodes": GREEN}[css]
+        return (
+            f'<polyline class="watch-{css}" points="{path}" fill="none" stroke="{color}" '
+            f'stroke-width="1.6"/><g fill="{color}">{dots}</g>'
+        )
+
+    said = (
+        f"{len(history)} watches over {last / 60:.0f} min; last step {steps[-1] if steps else '?'}"
+    )
+    parts = [
+        f'<svg class="watch" viewBox="0 0 {WIDTH} 230" role="img" '
+        f'xmlns="http://www.w3.org/2000/svg" aria-label="{_e(said)}"><title>{_e(said)}</title>',
+        _text(LEFT - 8, 18, f"step {top_step}", anchor="end"),
+        _text(LEFT - 8, 94, "0", anchor="end", color=GREY),
+        line([(w, float(s)) for w, s, _, _ in history if s is not None], top_step, 14, 90, "step"),
+        _text(LEFT - 8, 124, "used 100%", anchor="end", color=GREY),
+        _text(LEFT - 8, 200, "0%", anchor="end", color=GREY),
+        line([(w, d) for w, _, d, _ in history if d is not None], 100.0, 120, 196, "disk"),
+        line([(w, i) for w, _, _, i in history if i is not None], 100.0, 120, 196, "inodes"),
+        _text(WIDTH - RIGHT + 8, 124, "disk", color=GREY),
+        _text(WIDTH - RIGHT + 8, 140, "inodes", color=GREEN),
+        f'<line x1="{LEFT}" y1="210" x2="{WIDTH - RIGHT}" y2="210" stroke="{GREY}"/>',
+        _text(LEFT, 224, "first watch", color=GREY),
+        _text(WIDTH - RIGHT, 224, f"+{last / 60:.1f} min", anchor="end", color=GREY),
+    ]
+    return "".join(parts) + "</svg>"
