@@ -279,7 +279,7 @@ def _findings(life: Lifecycle) -> str:
 
 
 def _resume(life: Lifecycle) -> str:
-    from rentcheck.report.resume_svg import resume_svg
+    from rentcheck.report.charts import resume_svg
 
     head = '<section id="resume"><h2>Resume: kill, checkpoint, relaunch</h2>'
     if not life.resume:
@@ -299,7 +299,7 @@ def _resume(life: Lifecycle) -> str:
 def _smoke(life: Lifecycle) -> str:
     if len(life.smoke_losses) < 2:
         return ""
-    from rentcheck.report.resume_svg import loss_curve_svg
+    from rentcheck.report.charts import loss_curve_svg
 
     return (
         '<section id="smoke"><h2>Smoke: loss per step (last run)</h2>'
@@ -310,7 +310,7 @@ def _smoke(life: Lifecycle) -> str:
 def _watch(life: Lifecycle) -> str:
     if not life.watch_history:
         return ""
-    from rentcheck.report.resume_svg import watch_svg
+    from rentcheck.report.charts import watch_svg
 
     host = f" on {_e(life.watch_host)}" if life.watch_host else ""
     return (
@@ -322,7 +322,7 @@ def _watch(life: Lifecycle) -> str:
 def _durations(life: Lifecycle) -> str:
     if not life.durations:
         return ""
-    from rentcheck.report.resume_svg import durations_svg
+    from rentcheck.report.charts import durations_svg
 
     return (
         '<section id="durations"><h2>How long each gate took (last run)</h2>'

@@ -1,7 +1,7 @@
-"""The resume gate's kill scenarios as inline SVG timelines, one picture per scenario, and
-the gates' durations as one bar chart.
+"""The report's pictures, as inline SVG: each resume kill scenario as a timeline with the
+runs' losses, smoke's loss curve, watch's step and headroom over time, the gates' durations.
 
-Each picture has one axis of optimizer steps and two rows: the run that was killed (its steps,
+A resume picture has one axis of optimizer steps and two rows: the run that was killed (its steps,
 then the kill and its signal) and the relaunch (the step it continued from, to its last). The
 newest complete checkpoint at the kill is a green line through both rows: a relaunch that
 continues right after it lost nothing; one that starts elsewhere, or steps whose losses differ
