@@ -32,6 +32,7 @@ def test_three_watches_make_a_history_and_a_picture(local_jobs: Jobs, tmp_path) 
     page = tmp_path / "report.html"
     assert local_jobs.cli("report", "--html", str(page), cwd=local_jobs.project).code == 0
     text = page.read_text()
+    assert "Watch: step and disk over time on local (this launch)" in text
     [points] = re.findall(r'<polyline class="watch-step" points="([^"]*)"', text)
     assert len(points.split()) == 3
     binary = chromium_binary()

@@ -390,9 +390,7 @@ def gather(root: str, inputs: Sequence[str] = ()) -> Lifecycle:
         resume=_resume(reports.get("resume")),
         durations=_durations(reports),
         watch_history=_watch_history(reports.get("watch")),
-        watch_host=_text(_mapping(reports.get("watch")).get("host")) or None
-        if reports.get("watch")
-        else None,
+        watch_host=_text(_mapping(_mapping(reports.get("watch")).get("watch")).get("host")) or None,
         smoke_losses=_points(_mapping(_mapping(reports.get("smoke")).get("smoke")).get("losses")),
     )
 
