@@ -102,3 +102,10 @@ def test_completion_is_listed_in_help() -> None:
         [sys.executable, "-m", "rentcheck", "--help"], capture_output=True, text=True, check=True
     )
     assert "completion" in proc.stdout
+
+
+def test_a_typod_command_gets_the_nearest_command(cli, tmp_path: Path) -> None:
+    res = cli("chek", cwd=tmp_path)
+    assert res.code == 2 and "unknown command 'chek' (did you mean check?)" in res.err
+    far = cli("xyzzy", cwd=tmp_path)
+    assert far.code == 2 and "invalid choice: 'xyzzy'" in far.err  # argparse's full list

@@ -47,6 +47,18 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
+    def error(self, message: str) -> Any:
+        import difflib
+        import re
+
+        typo = re.match(r"argument COMMAND: invalid choice: '([^']*)'", message)
+        if typo is not None:  # a typo'd command: the nearest one (Python < 3.12 has none)
+            commands = re.findall(r"'([^']*)'", message.split("choose from", 1)[-1])
+            near = difflib.get_close_matches(typo.group(1), commands, n=1, cutoff=0.6)
+            if near:
+                message = f"unknown command {typo.group(1)!r} (did you mean {near[0]}?)"
+        return super().error(message)
+
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:

@@ -27,6 +27,7 @@ def lived(tmp_path_factory: pytest.TempPathFactory, cli_module) -> Path:
     git(root, "init", "-q", "-b", "main")
     res = cli_module("resume", "--no-kill-during-save", cwd=root)
     assert res.code == 0, res.out + res.err
+    assert cli_module("smoke", cwd=root).code == 0
     box = tmp / "box"
     (box / "ckpt").mkdir(parents=True)
     (box / "ckpt" / "step-8.bin").write_bytes(b"w" * 500)
@@ -79,6 +80,21 @@ def test_resume_scenarios_are_read_for_the_picture(lived: Path) -> None:
     for s in life.resume:
         assert s.passed and s.signal in s.name
         assert s.durable is not None and s.relaunch_first == s.durable + 1
+        # the losses of both runs: the relaunch's first step is the one after the checkpoint,
+        # and its losses are the uninterrupted run's from there (the scenario passed)
+        reference = dict(s.losses["reference"])
+        assert s.losses["killed"][-1][0] == s.killed_after
+        assert s.losses["relaunch"][0][0] == s.relaunch_first
+        assert all(reference[step] == loss for step, loss in s.losses["relaunch"])
+
+
+def test_the_markdown_shows_the_same_resume_and_verify(lived: Path) -> None:
+    from rentcheck.report.markdown import render_markdown
+
+    text = render_markdown(gather(str(lived)))
+    assert "## Resume: kill, checkpoint, relaunch" in text
+    assert "| ✅ SIGKILL between checkpoints |" in text
+    assert "## Verified pull (2 file(s), verified by `rentcheck pull`)" in text
 
 
 def _shots_dir(tmp_path: Path) -> Path:
@@ -102,6 +118,9 @@ CHECKS = (
     "document.querySelectorAll('#older-runs tbody tr').length",
     "document.documentElement.scrollWidth - window.innerWidth",
     "document.body.innerText.includes('No verify yet')",
+    "Array.from(document.querySelectorAll('#durations text')).map(t => t.textContent)",
+    "Array.from(document.querySelectorAll('#resume svg .loss')).map(l => l.classList[1])",
+    "document.querySelectorAll('#smoke svg polyline.loss').length",
 )
 
 
@@ -121,13 +140,16 @@ def test_the_page_in_chromium_at_desktop_and_phone_width(
     load = load_page(binary, page.as_uri(), str(shot), CHECKS, viewport=viewport)
     print(f"screenshot ({name}): {shot}")
     assert load.errors == []
-    svgs, kills, checkpoints, relaunches, widths, verified, shown, older, overflow, none = (
-        load.values
-    )
+    (svgs, kills, checkpoints, relaunches, widths, verified, shown, older, overflow, none, bars,
+     losses, smoke_curve) = load.values  # fmt: skip
+    assert smoke_curve == 1
+    # each scenario's losses: the uninterrupted run, the killed one and its relaunch
+    assert sorted(losses) == sorted(["loss-reference", "loss-killed", "loss-relaunch"] * 2)
+    assert {"smoke", "resume", "pull", "verify"} <= set(bars)  # one bar each, labelled
     assert svgs == kills == checkpoints == relaunches == 2  # one picture per scenario
     assert all(w > 300 for w in widths)  # drawn, at the width there is
     assert verified == 2 and none is False  # pull's verify, not "No verify yet"
-    assert shown == 20 and older >= 6  # 25 lints + resume + pull + verify: capped, folded
+    assert shown == 20 and older >= 7  # 25 lints, smoke, resume, pull, verify: capped, folded
     assert overflow <= 0  # nothing wider than the screen: wide tables scroll in place
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -145,7 +167,7 @@ def test_the_kept_reports_validate_against_typed_gate_payloads(lived: Path) -> N
     validator = jsonschema.Draft202012Validator(schema)
     last = lived / ".rentcheck" / "last"
     docs = {p.stem: json.loads(p.read_text()) for p in last.glob("*.json")}
-    assert {"resume", "pull", "lint"} <= set(docs)
+    assert {"smoke", "resume", "pull", "lint"} <= set(docs)
     for doc in docs.values():
         validator.validate(doc)
     broken = json.loads(json.dumps(docs["resume"]))

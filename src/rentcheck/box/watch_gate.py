@@ -66,16 +66,55 @@ def watch_result(config: Config, host: str, given: dict[str, Any], box: Box) -> 
         (previous or {}).get("codes") != outcome.event["codes"]
     )
     outcome.state["codes"] = outcome.event["codes"]
+    history = _history(previous, outcome.state, facts, outcome.health)
+    outcome.state["history"] = history
     write_atomic(path, json.dumps(outcome.state, sort_keys=True).encode())
     result = GateResult(
         "watch",
         outcome.findings,
         host=host,
-        extras={"watch": outcome.event, "round_trip_s": facts.get("round_trip_s")},
+        extras={
+            "watch": outcome.event,
+            "round_trip_s": facts.get("round_trip_s"),
+            "watch_history": history,
+        },
         seen={"jobs": 1 if isinstance(facts.get("status"), dict) else 0},
     )
     result.headline = (outcome.line,)
     return WatchRun(result, outcome)
+
+
+HISTORY = 500  # watches kept per launch: the report draws step and headroom over time
+
+
+def _history(
+    previous: dict[str, Any] | None, state: dict[str, Any], facts: dict[str, Any], health: str
+) -> list[dict[str, Any]]:
+    """This launch's watches so far, this one last: time, step, worst disk and inode use."""
+    kept = (previous or {}).get("history")
+    same_launch = (previous or {}).get("start_ticks") == state.get("start_ticks")
+    history = list(kept)[-(HISTORY - 1) :] if isinstance(kept, list) and same_launch else []
+    disk = facts.get("disk")
+    used: list[float] = []
+    inodes: list[float] = []
+    for space in disk.values() if isinstance(disk, dict) else []:
+        total, free = space.get("bytes_total") or 0, space.get("bytes_free") or 0
+        itotal, ifree = space.get("inodes_total") or 0, space.get("inodes_free") or 0
+        if total:
+            used.append(round(100.0 * (total - free) / total, 2))
+        if itotal:
+            inodes.append(round(100.0 * (itotal - ifree) / itotal, 2))
+    step = state.get("step")
+    history.append(
+        {
+            "time": facts.get("now"),
+            "step": step if isinstance(step, int) else None,
+            "disk_used_pct": max(used, default=None),
+            "inodes_used_pct": max(inodes, default=None),
+            "health": health,
+        }
+    )
+    return history
 
 
 def watch_runner(config: Config, options: dict[str, Any]) -> GateResult:

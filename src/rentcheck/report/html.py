@@ -63,7 +63,7 @@ td.sha{word-break:break-all;min-width:18ch}
 figcaption{font-size:12px;color:#5b6470}
 @media (max-width:640px){main{padding:12px}.bar{min-width:120px}
 th,td{padding:4px 5px;font-size:12px}
-.resume text{font-size:17px}}
+figure svg text{font-size:17px}}
 ul.problems{color:#8b1a13}
 """
 
@@ -279,7 +279,7 @@ def _findings(life: Lifecycle) -> str:
 
 
 def _resume(life: Lifecycle) -> str:
-    from rentcheck.report.resume_svg import resume_svg
+    from rentcheck.report.charts import resume_svg
 
     head = '<section id="resume"><h2>Resume: kill, checkpoint, relaunch</h2>'
     if not life.resume:
@@ -296,6 +296,40 @@ def _resume(life: Lifecycle) -> str:
     return head + figures + "</section>"
 
 
+def _smoke(life: Lifecycle) -> str:
+    if len(life.smoke_losses) < 2:
+        return ""
+    from rentcheck.report.charts import loss_curve_svg
+
+    return (
+        '<section id="smoke"><h2>Smoke: loss per step (last run)</h2>'
+        f"<figure>{loss_curve_svg(life.smoke_losses, 'smoke')}</figure></section>"
+    )
+
+
+def _watch(life: Lifecycle) -> str:
+    if not life.watch_history:
+        return ""
+    from rentcheck.report.charts import watch_svg
+
+    host = f" on {_e(life.watch_host)}" if life.watch_host else ""
+    return (
+        f'<section id="watch"><h2>Watch: step and disk over time{host} (this launch)</h2>'
+        f"<figure>{watch_svg(life.watch_history)}</figure></section>"
+    )
+
+
+def _durations(life: Lifecycle) -> str:
+    if not life.durations:
+        return ""
+    from rentcheck.report.charts import durations_svg
+
+    return (
+        '<section id="durations"><h2>How long each gate took (last run)</h2>'
+        f"<figure>{durations_svg(life.durations)}</figure></section>"
+    )
+
+
 def _problems(problems: Iterable[str]) -> str:
     items = "".join(f"<li>{_e(p)}</li>" for p in problems)
     return f'<ul class="problems">{items}</ul>' if items else ""
@@ -310,7 +344,9 @@ def render_html(life: Lifecycle) -> str:
         f"<title>rentcheck report: {_e(life.project)}</title><style>{_CSS}</style></head>"
         f'<body><main><h1>rentcheck report</h1><p class="meta">{_e(life.project)} &middot; '
         f"generated {_e(life.generated_at)} by rentcheck {_e(life.version)}</p>"
-        f"{_problems(life.problems)}{_timeline(life)}{_resume(life)}{_mounts(life)}"
+        f"{_problems(life.problems)}{_timeline(life)}{_smoke(life)}{_resume(life)}"
+        f"{_watch(life)}{_durations(life)}"
+        f"{_mounts(life)}"
         f"{_verify(life)}"
         f"{_findings(life)}{_history(life.entries)}</main></body></html>\n"
     )

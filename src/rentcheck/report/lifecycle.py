@@ -81,6 +81,11 @@ class Lifecycle:
     verify_total: int = 0  # files verify read; more than the rows when a text run cut them
     verify_via: str = "verify"  # the gate whose last report holds the verify: verify or pull
     resume: list[ResumeScenario] = field(default_factory=list)
+    durations: list[tuple[str, float]] = field(default_factory=list)  # (what, seconds)
+    smoke_losses: tuple[tuple[int, float], ...] = ()  # (step, loss) of the last smoke run
+    # (seconds since the first watch, step, disk used %, inodes used %) of the last launch
+    watch_history: tuple[tuple[float, int | None, float | None, float | None], ...] = ()
+    watch_host: str | None = None
 
     def verify_count(self) -> str:
         """'N file(s)', or 'N of M file(s) listed' when the ok rows were cut."""
@@ -105,6 +110,8 @@ class ResumeScenario:
     relaunch_failed: bool
     signal: str | None
     reference_last: int | None  # the uninterrupted run's last step
+    # (step, loss) per run: "reference", "killed", "relaunch" (absent: not read)
+    losses: Mapping[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -171,6 +178,47 @@ def _verify(
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "note": 2}
 
 
+def _number(value: Any) -> float | None:
+    import math
+
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def _watch_history(
+    report: Mapping[str, Any] | None,
+) -> tuple[tuple[float, int | None, float | None, float | None], ...]:
+    rows = _mapping(report).get("watch_history")
+    points = []
+    for raw in rows[-2000:] if isinstance(rows, list) else []:
+        row = _mapping(raw)
+        when = _number(row.get("time"))
+        if when is not None:
+            points.append(
+                (
+                    when,
+                    _int(row.get("step")),
+                    _number(row.get("disk_used_pct")),
+                    _number(row.get("inodes_used_pct")),
+                )
+            )
+    start = points[0][0] if points else 0.0
+    return tuple((when - start, step, disk, inodes) for when, step, disk, inodes in points)
+
+
+def _points(value: Any) -> tuple[tuple[int, float], ...]:
+    import math
+
+    found = []
+    for pair in value if isinstance(value, list) else []:
+        if isinstance(pair, list) and len(pair) == 2:
+            step, loss = _int(pair[0]), pair[1]
+            finite = isinstance(loss, (int, float)) and not isinstance(loss, bool)
+            if step is not None and finite and math.isfinite(loss):
+                found.append((step, float(loss)))
+    return tuple(found[:2000])
+
+
 def _resume(report: Mapping[str, Any] | None) -> list[ResumeScenario]:
     block = _mapping(_mapping(report).get("resume"))
     scenarios = block.get("scenarios")
@@ -195,9 +243,38 @@ def _resume(report: Mapping[str, Any] | None) -> list[ResumeScenario]:
                 relaunch_failed=bool(s.get("relaunch_failed")),
                 signal=signal,
                 reference_last=last,
+                losses={
+                    run: _points(points)
+                    for run, points in _mapping(s.get("losses")).items()
+                    if run in ("reference", "killed", "relaunch") and _points(points)
+                },
             )
         )
     return found
+
+
+# Where each gate's last report says how long it took: (gate, block, key).
+_DURATIONS = (
+    ("smoke", "smoke", "duration_s"),
+    ("resume", "resume", "duration_s"),
+    ("pull", "pull", "seconds"),
+    ("verify", "verify", "seconds"),
+)
+
+
+def _durations(reports: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, float]]:
+    """How long each gate's last run took, as its report says (a pull's verify counts as
+    verify when no verify report of its own is kept)."""
+    found: dict[str, float] = {}
+    for gate, block, key in _DURATIONS:
+        for source in (gate, "pull") if block == "verify" else (gate,):
+            value = _mapping(_mapping(reports.get(source)).get(block)).get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+                found.setdefault(gate, float(value))
+    watch = _mapping(reports.get("watch")).get("round_trip_s")
+    if isinstance(watch, (int, float)) and not isinstance(watch, bool) and watch >= 0:
+        found["watch (probe)"] = float(watch)
+    return list(found.items())
 
 
 def _verify_report(
@@ -311,6 +388,10 @@ def gather(root: str, inputs: Sequence[str] = ()) -> Lifecycle:
         rules=_rule_groups(reports),
         problems=problems,
         resume=_resume(reports.get("resume")),
+        durations=_durations(reports),
+        watch_history=_watch_history(reports.get("watch")),
+        watch_host=_text(_mapping(_mapping(reports.get("watch")).get("watch")).get("host")) or None,
+        smoke_losses=_points(_mapping(_mapping(reports.get("smoke")).get("smoke")).get("losses")),
     )
 
 

@@ -74,10 +74,30 @@ def _mounts(life: Lifecycle) -> list[str]:
     return [*lines, ""]
 
 
+def _resume(life: Lifecycle) -> list[str]:
+    if not life.resume:
+        return []
+    lines = ["## Resume: kill, checkpoint, relaunch", ""]
+    lines += ["| scenario | killed after | checkpoint | relaunched at | steps compared |"]
+    lines.append("|---|---|---|---|---|")
+    for s in life.resume:
+        mark = "✅" if s.passed else "❌" if s.ran else "not exercised"
+        compared = "-" if s.compared is None else str(s.compared)
+        if s.first_mismatch is not None:
+            compared += f", first difference at step {s.first_mismatch}"
+        relaunch = "failed" if s.relaunch_failed else str(s.relaunch_first or "-")
+        lines.append(
+            f"| {mark} {_m(s.name)} | {s.killed_after or '-'} | {s.durable or '-'} "
+            f"| {relaunch} | {compared} |"
+        )
+    return [*lines, ""]
+
+
 def _verify(life: Lifecycle) -> list[str]:
     if not life.verify_files:
         return []
-    lines = [f"## Verified pull ({life.verify_count()})", ""]
+    via = f", verified by `rentcheck {_m(life.verify_via)}`" if life.verify_via != "verify" else ""
+    lines = [f"## Verified pull ({life.verify_count()}{via})", ""]
     lines += ["| file | bytes | SHA-256 | verdict |", "|---|---|---|---|"]
     for f in life.verify_files:
         digest = str(f.get("sha256") or "")[:16]
@@ -120,7 +140,8 @@ def render_markdown(life: Lifecycle, max_bytes: int = MAX_BYTES) -> str:
         "",
     ]
     head += [f"- ⚠️ {_m(p)}" for p in life.problems[:20]]
-    lines = [*head, *_timeline(life), *_mounts(life), *_verify(life), *_findings(life)]
+    lines = [*head, *_timeline(life), *_resume(life), *_mounts(life), *_verify(life)]
+    lines += _findings(life)
     reserve = 200  # room for the line that says what was cut
     out: list[str] = []
     used = 0

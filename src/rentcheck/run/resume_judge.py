@@ -159,6 +159,27 @@ def _judge_chain(ctx: _Context, chain: Chain) -> None:
         _judge_final(ctx, chain, final)
 
 
+MAX_POINTS = 400  # per run: a report's picture needs its shape, not every step
+
+
+def loss_points(series: Any, first_step: int) -> list[list[float]]:
+    """``[step, loss]`` pairs of a series (its own steps, else counted from ``first_step``);
+    losses that are not one finite number (a shim's per-group tuple, nan) are left out."""
+    import math
+
+    steps = series.steps or list(range(first_step, first_step + len(series.values)))
+    points = []
+    for step, value in zip(steps, series.values, strict=False):
+        try:
+            loss = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(loss):
+            points.append([step, loss])
+    stride = max(1, -(-len(points) // MAX_POINTS))
+    return points[::stride]
+
+
 _DIVERGED = frozenset({rules.RNG_OR_DATA.code, rules.OPTIMIZER.code, rules.STEP_RESET.code})
 
 
@@ -174,6 +195,24 @@ def _durable(killed: RunRecord, patterns: frozenset[str], offset: int) -> tuple[
     durable = ckptdir.durable_step(killed.listing, patterns, exclude=cut_entry)
     final = cut_entry is not None and ckptdir.name_pattern(cut_entry) in patterns
     return durable, final
+
+
+def _after_the_end(ctx: _Context, title: str, at_step: int, durable: int) -> bool:
+    """A kill that landed when the run was complete: reported as not run (a correct relaunch
+    takes no step, which is no restart), never judged."""
+    last = _last_step(ctx)
+    if last is None or (durable < last and at_step <= last):
+        return False
+    text = (
+        f"the kill landed after step {at_step} with the checkpoint of step {durable} on "
+        f"disk, and the run's last step is {last}: nothing was left to resume; the scenario "
+        "did not run"
+    )
+    ctx.out.findings.append(_finding(rules.KILL_AFTER_END, text, title, durable=durable, last=last))
+    ctx.out.scenarios.append(
+        {"scenario": title, "ran": False, "why": "kill-after-end", "killed_after_step": at_step}
+    )
+    return True
 
 
 def _judge_link(
@@ -193,18 +232,7 @@ def _judge_link(
     durable, cut_under_final_name = _durable(killed, patterns, offset)
     killed_series = compare.series(killed)
     at_step = killed_series.steps[-1] if killed_series.steps else offset + killed.shim.steps
-    last = _last_step(ctx)
-    if last is not None and (durable >= last or at_step > last):
-        # The run was complete: a correct relaunch takes no step, which is no restart.
-        text = (
-            f"the kill landed after step {at_step} with the checkpoint of step {durable} on "
-            f"disk, and the run's last step is {last}: nothing was left to resume; the scenario "
-            "did not run"
-        )
-        add(_finding(rules.KILL_AFTER_END, text, title, durable=durable, last=last))
-        out.scenarios.append(
-            {"scenario": title, "ran": False, "why": "kill-after-end", "killed_after_step": at_step}
-        )
+    if _after_the_end(ctx, title, at_step, durable):
         return None
     scenario: dict[str, Any] = {
         "scenario": title,
@@ -212,6 +240,11 @@ def _judge_link(
         "killed_after_step": at_step,
         "durable_checkpoint_step": durable,
         "cut_file": cut_file,
+        # (step, loss) of each run, for the report's picture (numbers only, at most MAX_POINTS)
+        "losses": {
+            "reference": loss_points(compare.reference, 1),
+            "killed": loss_points(killed_series, offset + 1),
+        },
     }
     out.scenarios.append(scenario)
     cut_name = os.path.basename(cut_file or "")
@@ -233,6 +266,9 @@ def _judge_link(
     if compare.source is None:
         return None
     result = compare.compare(relaunch, durable + 1)
+    if result.first_step is not None:
+        relaunched = compare.series(relaunch)
+        scenario["losses"]["relaunch"] = loss_points(relaunched, result.first_step)
     scenario.update(
         relaunch_first_step=result.first_step,
         relaunch_last_step=result.last_step,

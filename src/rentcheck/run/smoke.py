@@ -7,6 +7,7 @@ env block and (shim
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -128,7 +129,20 @@ class SmokeOutcome:
             "shim": self.shim.to_dict(),
             "wrote_outside": self.outside,
             "log_tail": self.result.lines[-LOG_TAIL:],
+            "losses": self.loss_points(),  # [step, loss] for the report's curve
         }
+
+    def loss_points(self) -> list[list[float]]:
+        """The logged losses as ``[step, loss]`` (finite numbers only, at most 400)."""
+        points = []
+        for step, text in sorted(self.losses.items()):
+            try:
+                loss = float(text)
+            except ValueError:
+                continue
+            if math.isfinite(loss):
+                points.append([step, loss])
+        return points[:: max(1, -(-len(points) // 400))]  # resume_judge.MAX_POINTS too
 
 
 def _location(tb: Traceback | None, roots: Sequence[str]) -> tuple[str | None, int | None]:
