@@ -12,7 +12,17 @@ and prints the ratio (target: rentcheck no slower than the pair, ratio <= 1.0). 
 is dropped at 50 % (every sshd child serving it is killed) and left to resume on its own; it
 prints the bytes sent after the drop as a share of the tree (target: at most 55 %).
 
+Issue 28 adds two cases, each with the peak RSS of both ends (here: the ``rentcheck pull``
+process; on the box: the roster program, sampled from /proc while it runs):
+
+  - ``--small-files 20000`` files of ``--small-size 512`` bytes: the same pair vs pull,
+    ratio (target <= 2.0);
+  - ``--roster-files 1000000`` empty-ish files: ``rentcheck manifest build --host box`` only
+    (the roster crosses the transport: no single-answer cap), its time and peak RSS.
+
     python benchmarks/pull_throughput.py [--size-mib 2048] [--files 8] [--repeat 1]
+        [--small-files 20000] [--small-size 512] [--roster-files 1000000]
+    (--size-mib 0, --small-files 0 or --roster-files 0 skips that case)
 """
 
 from __future__ import annotations
@@ -88,6 +98,95 @@ def rentcheck_pull(lab: SshLab, box: Path, dest: Path) -> float:
     return time.perf_counter() - start
 
 
+def make_small_tree(root: Path, files: int, size: int) -> None:
+    """``files`` files of ``size`` random bytes, 1,000 to a directory (``.dat``: random
+    bytes named ``.bin`` start like a pickle one time in 256 and would be judged as one)."""
+    for i in range(files):
+        path = root / f"shard-{i // 1000:04d}" / f"sample-{i:07d}.dat"
+        if i % 1000 == 0:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(os.urandom(size))
+
+
+class BoxPeak:
+    """The peak RSS (VmHWM) of the box's roster program (``python3 -I -S -``), sampled."""
+
+    def __init__(self) -> None:
+        self.kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                    named = os.path.basename(cmd[0]).startswith(b"python3")
+                    if not named or cmd[1:4] != [b"-I", b"-S", b"-"]:
+                        continue
+                    for line in Path(f"/proc/{entry}/status").read_text().splitlines():
+                        if line.startswith("VmHWM:"):
+                            self.kib = max(self.kib, int(line.split()[1]))
+                except (OSError, ValueError):
+                    continue
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.kib
+
+
+def measured(argv: list[str]) -> tuple[float, int, int]:
+    """Seconds, this end's peak RSS (KiB, from wait4) and the box end's peak RSS (KiB)."""
+    peak = BoxPeak()
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    box_kib = peak.stop()
+    if os.waitstatus_to_exitcode(status) != 0:
+        err = proc.stderr.read() if proc.stderr else b""
+        raise SystemExit(f"{argv[3:5]} failed: {err[-800:]!r}")
+    return seconds, usage.ru_maxrss, box_kib
+
+
+def small_files_case(lab: SshLab, work: Path, files: int, size: int, repeat: int) -> None:
+    box = work / "small-box"
+    make_small_tree(box, files, size)
+    best_base = best_rc = float("inf")
+    here_kib = box_kib = 0
+    for i in range(repeat):
+        best_base = min(best_base, baseline(lab, box, work / f"small-base{i}"))
+        seconds, here, there = measured(pull_argv(lab, box, work / f"small-pull{i}"))
+        best_rc, here_kib, box_kib = min(best_rc, seconds), max(here_kib, here), max(box_kib, there)
+        shutil.rmtree(work / f"small-base{i}")
+        shutil.rmtree(work / f"small-pull{i}")
+    print(f"small files: {files:,} x {size} B, best of {repeat}")
+    print(f"  box sha256sum + rsync -a + sha256sum -c : {best_base:7.2f} s")
+    print(f"  rentcheck pull (roster+transfer+verify): {best_rc:7.2f} s")
+    print(f"  ratio rentcheck / baseline             : {best_rc / best_base:7.2f}x (target <= 2.0)")
+    print(f"  peak RSS: here {here_kib / 1024:.0f} MiB, box {box_kib / 1024:.0f} MiB")
+    shutil.rmtree(box)
+
+
+def roster_case(lab: SshLab, work: Path, files: int) -> None:
+    box = work / "roster-box"
+    make_small_tree(box, files, 1)
+    out = box / "PULL_MANIFEST.json"  # with --host the roster is written on the box
+    argv = [
+        sys.executable, "-m", "rentcheck", "manifest", "build", "--host", "box", str(box),
+        "--ssh-config", str(lab.ssh_config),
+    ]  # fmt: skip
+    seconds, here_kib, box_kib = measured(argv)
+    print(f"roster: {files:,} files, `manifest build --host box`")
+    print(f"  {seconds:7.2f} s, roster {out.stat().st_size / MiB:.0f} MiB")
+    print(f"  peak RSS: here {here_kib / 1024:.0f} MiB, box {box_kib / 1024:.0f} MiB")
+    shutil.rmtree(box)
+
+
 def _children(pid: int) -> list[int]:
     out = []
     for entry in os.listdir("/proc"):
@@ -132,6 +231,9 @@ def main() -> int:
     parser.add_argument("--size-mib", type=int, default=2048, help="tree size (default 2048)")
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=1, help="alternating runs, best of")
+    parser.add_argument("--small-files", type=int, default=20000, help="0: skip (20000)")
+    parser.add_argument("--small-size", type=int, default=512, help="bytes each (512)")
+    parser.add_argument("--roster-files", type=int, default=1000000, help="0: skip (1000000)")
     args = parser.parse_args()
     if shutil.which("rsync") is None or os.geteuid() != 0:
         print("needs root, openssh-server and rsync", file=sys.stderr)
@@ -141,6 +243,12 @@ def main() -> int:
         work = Path(tmp)
         lab = start_lab(work / "lab")
         try:
+            if args.small_files:
+                small_files_case(lab, work, args.small_files, args.small_size, args.repeat)
+            if args.roster_files:
+                roster_case(lab, work, args.roster_files)
+            if not args.size_mib:
+                return 0
             box = work / "box"
             make_tree(box, total, args.files)
             best_base = best_rc = float("inf")

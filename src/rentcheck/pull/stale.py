@@ -36,8 +36,8 @@ def _sha256(path: str) -> str | None:
 
 def _verified_here(local_root: str) -> dict[str, str]:
     """path -> SHA-256 of the local files PULL_VERIFIED.json proves unchanged since verify."""
+    from rentcheck.pull.local_proof import local_drift
     from rentcheck.pull.marker import load_verified_marker
-    from rentcheck.pull.teardown import local_drift
 
     try:
         marker = load_verified_marker(os.path.join(local_root, builder.VERIFIED_NAME))

@@ -12,7 +12,6 @@ and reports; it never runs a platform command and never deletes anything.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,10 +20,9 @@ from rentcheck import record
 from rentcheck.errors import FormatError
 from rentcheck.model import Finding, Severity
 from rentcheck.payload import manifest_builder as builder
+from rentcheck.pull.local_proof import CTIME_SLACK_NS, epoch_ns, local_drift
 from rentcheck.pull.manifest import Manifest, load_manifest, position
 from rentcheck.pull.marker import VerifiedMarker, load_verified_marker
-from rentcheck.pull.rules import RULES_BY_CODE as RULES_BY_CODE_PULL
-from rentcheck.pull.rules import VERIFIED_MARKER_STALE
 from rentcheck.pull.teardown_rules import (
     BOX_MANIFEST_UNREADABLE,
     MANIFEST_CHANGED,
@@ -248,17 +246,6 @@ def box_now_from_manifest(path: str, pulled: Manifest | None) -> BoxNow:
     return BoxNow(path, files, tuple(left.path for left in now.leftovers), len(files))
 
 
-# ctime is the kernel's, the roster's time the builder's clock truncated to seconds: a file
-# whose ctime is within this of the roster's start is hashed, not trusted.
-CTIME_SLACK_NS = 2_000_000_000
-
-
-def _epoch_ns(when: datetime.datetime) -> int:
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.timezone.utc)
-    return int(when.timestamp()) * 1_000_000_000
-
-
 def read_box_now(
     box: Box,
     root: str,
@@ -277,7 +264,7 @@ def read_box_now(
 
     tree = stat_roster(box, root, timeout=timeout)
     verified, then = marker.files, None if pulled is None else pulled.files
-    since = None if pulled is None else _epoch_ns(pulled.created_at) - CTIME_SLACK_NS
+    since = None if pulled is None else epoch_ns(pulled.created_at) - CTIME_SLACK_NS
     wanted = []
     for path, f in tree.files.items():
         if position(verified, path) is None:
@@ -312,65 +299,6 @@ def _digest(path: str, hashed: Hashed, asked: bool = True) -> str | None:
     if entry is not None:
         return str(entry["sha256"])
     return VANISHED if asked else None
-
-
-def _since_verified(root: str, marker: VerifiedMarker) -> int | None:
-    """A time no later than verify's first read (ns), or None: the local roster's ctime (the
-    pull writes it after the transfer, before verify reads) and the marker's time, less the
-    slack. A local file whose ctime is past it may have changed after it was read."""
-    try:
-        verified = datetime.datetime.fromisoformat(marker.verified_at)
-        roster = os.stat(os.path.join(root, builder.MANIFEST_NAME)).st_ctime_ns
-    except (OSError, ValueError):
-        return None
-    return min(roster, _epoch_ns(verified)) - CTIME_SLACK_NS
-
-
-def _sha256_of(path: str) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def local_drift(root: str, marker: VerifiedMarker, *, rehash: bool = False) -> list[Finding]:
-    """RC521 for every verified local file whose content is no longer proved: gone, not a
-    regular file, another size, or hashed (its mtime or ctime moved, or ``rehash``) to
-    another digest or unreadable. A copy with new mtimes and the same bytes (``cp -r``)
-    passes; the same mtime over other bytes (``cp -p``, ``touch -r``) does not."""
-    import stat as stat_module
-
-    rule = RULES_BY_CODE_PULL[VERIFIED_MARKER_STALE]
-    since = None if rehash else _since_verified(root, marker)
-    out = []
-    for f in marker.files:
-        full = os.path.join(root, f.path)
-        try:
-            st = os.lstat(full)
-        except OSError as exc:
-            why = "gone since it was verified" if isinstance(exc, FileNotFoundError) else str(exc)
-            out.append(rule.finding(why, path=f.path))
-            continue
-        if not stat_module.S_ISREG(st.st_mode):
-            out.append(rule.finding("no longer a regular file since it was verified", path=f.path))
-            continue
-        if st.st_size != f.size:
-            out.append(rule.finding("changed since it was verified", path=f.path))
-            continue
-        if since is not None and st.st_mtime_ns == f.mtime_ns and st.st_ctime_ns < since:
-            continue  # untouched since before verify read it: proved by its metadata
-        try:
-            same = _sha256_of(full) == f.sha256
-        except OSError as exc:
-            why = f"could not be read to prove it unchanged: {exc}"
-            out.append(rule.finding(why, path=f.path))
-            continue
-        if not same:
-            out.append(rule.finding("content changed since it was verified", path=f.path))
-    return out
 
 
 def check_teardown(
