@@ -197,6 +197,12 @@ GATES: tuple[Gate, ...] = (
                 "the box was not re-read; pass --host HOST (it must answer), or --manifest-now "
                 "FILE rebuilt on the box after the verified pull",
             ),
+            Proof(
+                "jobs_accounted",
+                "proofs that every job the ledger launched there has ended",
+                "a job rentcheck launched on this box was not proved ended; run teardown with "
+                "--host HOST so the box is asked (pid, start time, process group)",
+            ),
         ),
         requires=(Requirement("verify", ("manifest",)),),
         settings="rentcheck.pull.settings:teardown_settings",

@@ -189,7 +189,10 @@ def teardown_result(
         profile=profile,
         evidence=evidence,
         pass_evidence=approved,
-        seen={"box_reads": 0 if now is None else 1},
+        seen={
+            "box_reads": 0 if now is None else 1,
+            "jobs_accounted": int(result.jobs_proved_ended >= result.jobs_recorded),
+        },
         say=lambda passed: describe(result, passed=passed),
     )
 
