@@ -62,7 +62,7 @@ def test_without_approve_it_fails_saying_what_would_be_destroyed(verified, cli) 
     assert refusal["details"]["destroys"] == ["container-instance-disk (/, /workspace)"]
     td = doc["teardown"]
     assert doc["gate"]["passed"] is False and td["approved"] is False
-    assert "passed" not in td  # one verdict: the gate block's, judge()'s
+    assert td["passed"] is False  # one verdict: the gate block's, judge()'s, in both places
     assert td["meter_stop"]["action"] == "destroy" and td["meter_stop"]["irreversible"] is True
     assert td["runs_platform_commands"] is False
     assert td["added_on_box"] == [] and td["changed_on_box"] == []

@@ -41,7 +41,7 @@ def test_headline_exit_code_ledger_and_report_agree(verified, cli, fail_level: s
     assert ("teardown gate passed: you may now stop the meter yourself." in text.out) is passed
     assert ("teardown gate FAILED: do not stop the meter" in text.out) is not passed
     doc = json.loads(as_json.out)
-    assert doc["gate"]["passed"] is passed
+    assert doc["gate"]["passed"] is passed and doc["teardown"]["passed"] is passed
     entries = [e for e in _ledger(cwd) if e["gate"] == "teardown"]
     assert [e["verdict"] for e in entries] == ["pass" if passed else "fail"] * 2
     for entry in entries:

@@ -50,6 +50,9 @@ def show(
     ``keep_last``: also keep it as the gate's last JSON report, for ``rentcheck report``."""
     config = run.config
     gate = run.gate
+    payload = result.extras.get(gate.name)
+    if isinstance(payload, dict) and "passed" in payload:
+        payload["passed"] = verdict.passed  # the gate's own block says the one verdict
     report = Report(
         command=command,
         findings=list(verdict.findings),

@@ -114,20 +114,23 @@ class VerifyItem(GateItem):
     root: str
 
     def runtest(self) -> None:
-        from rentcheck.gates.judge import GateResult
-        from rentcheck.pull.gate import run_verify
+        from rentcheck.pull.verify_gate import verify_gate
 
         rc_config, settings = _settings(self.config)
-        result = run_verify(
-            self.root,
+        # The one verify body: judged once, PULL_VERIFIED.json written only on a pass; the
+        # controller records the outcome in the ledger.
+        _, gate, _ = verify_gate(
+            rc_config,
             settings,
+            self.root,
             expected_run_id=self.config.getoption("rentcheck_expect_run_id"),
+            record=False,
+            via="pytest",
         )
-        shown = [
+        gate.findings = [
             record.replace(f, path=os.path.join(self.root, f.path) if f.path else self.root)
-            for f in result.findings
+            for f in gate.findings
         ]
-        gate = GateResult(GATE, shown, advisory=settings.advisory)
         self.raise_if_failing(rc_config, gate)
 
     def reportinfo(self) -> tuple[str, None, str]:

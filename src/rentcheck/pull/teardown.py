@@ -168,6 +168,7 @@ class TeardownResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "passed": self.passed,  # the emit path writes the gate's one verdict here
             "approved": self.approved,
             "marker": self.marker_path,
             "box_now": self.box_now,

@@ -179,7 +179,6 @@ def teardown_result(
 
         approved["marker"] = "sha256:" + sha256_of(marker_path(request.verified)[0])
     extras = {**result.to_dict(), "approval": approval}
-    extras.pop("passed", None)  # the verdict is judge()'s: the report's gate block says it
     return GateResult(
         "teardown",
         list(result.findings),

@@ -18,7 +18,6 @@ def smoke_result(outcome: SmokeOutcome) -> GateResult:
     from rentcheck.gates.judge import GateResult
 
     extras = outcome.to_dict()
-    extras.pop("passed", None)  # the verdict is judge()'s: the report's gate block says it
     return GateResult(
         "smoke",
         list(outcome.findings),
@@ -32,7 +31,6 @@ def resume_result(outcome: ResumeOutcome) -> GateResult:
     from rentcheck.gates.judge import GateResult
 
     extras = outcome.to_dict()
-    extras.pop("passed", None)
     return GateResult(
         "resume",
         list(outcome.findings),
