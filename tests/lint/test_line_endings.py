@@ -52,6 +52,7 @@ def test_python_and_windows_files_with_crlf_are_not_flagged(cli, tmp_path: Path)
             "train.py": b"import os\r\n",
             "setup.bat": b"@echo off\r\n",
             "go.ps1": b"Write-Host hi\r\n",
+            "run.sh": b"#!/bin/bash\necho hi\n",  # something RC101 reads: a pass is proof
         },
     )
     result = cli("check", "--select", "RC101", cwd=repo)

@@ -27,7 +27,8 @@ def test_excludes_apply_to_explicit_paths_too(cli, tmp_path: Path) -> None:
     (repo / "pyproject.toml").write_text('[tool.rentcheck]\nextend-exclude = ["vendor"]\n')
     assert _paths(cli, repo) == ["run.sh"]
     assert _paths(cli, repo, "vendor/x.sh") == []
-    assert _paths(cli, repo, "--extend-exclude", "run.sh") == []
+    # Everything excluded: no file finding, and a gate that linted nothing (RC914, no path).
+    assert _paths(cli, repo, "--extend-exclude", "run.sh") == [None]
 
 
 def test_plain_directory_walk_prunes_default_excludes(cli, tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def test_stale_without_sources_never_imports_requests() -> None:
         "from rentcheck.cli import main\n"
         "import contextlib, io\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    assert main(['stale', '--today', '2026-11']) == 0\n"
+        "    assert main(['stale', '--today', '2026-11']) == 1\n"  # RC914: no profiles
         "    assert main(['profiles', 'check']) == 0"
     )
     assert "yaml" in loaded and not loaded & {"requests", "urllib3"}
