@@ -46,8 +46,8 @@ TOOL_COMMANDS: tuple[tuple[str, str], ...] = (
     ("init", "init"),
 )
 
-# The one command module of a gate whose commands are not in its own module's name.
-_MODULE_OF_COMMAND = {"profiles": "profiles"}
+# The command modules of a gate's commands that are not its own module's name.
+_MODULE_OF_COMMAND = {"profiles": "profiles", "manifest": "manifest"}
 
 
 @lru_cache(maxsize=1)
