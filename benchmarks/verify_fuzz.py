@@ -453,7 +453,10 @@ def _mutant(rng: random.Random, corpus: dict[str, tuple[str, bytes]]) -> tuple[s
     mutator = rng.choice(MUTATORS[name])
     mutant = corpus[name][1]
     for _ in range(rng.choice([1, 1, 1, 2, 3])):
-        mutant = mutator(rng, mutant)
+        try:
+            mutant = mutator(rng, mutant)
+        except Exception:  # noqa: BLE001 - a mutator that cannot take this input apart
+            mutant = mutate_bytes(rng, mutant)
     return name, mutant, mutator.__name__
 
 

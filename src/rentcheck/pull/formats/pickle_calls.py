@@ -33,6 +33,9 @@ NON_CALLABLE: frozenset[str] = frozenset(
 Kind = str
 _DEVICE = re.compile(r"(cpu|cuda|meta|mps|xpu|hpu|xla|lazy|ipu|mtia|privateuseone)(:\d+)?")
 _ITERABLE = ("str", "tuple", "bytes")
+_REBUILDS = ("torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor_v3")
+_SCALARS = ("int", "str", "none", "bool", "float", "bytes")
+_NOT_INT = ("str", "none", "float", "bytes", "tuple")
 
 
 def _iterable(kind: Kind) -> bool:
@@ -73,6 +76,13 @@ def call_refusal(func: str, args: list[Kind], strings: list[str | None]) -> str 
         if first == "str" and func == "builtins.set":
             return None
         return f"'{func}' cannot be built from {kind_name(first)}"
+    if func in _REBUILDS and n >= 4:
+        # tensor.set_(storage, offset, size, stride): sizes are sequences, the offset an int
+        if args[1] in _NOT_INT:
+            return f"'{func}' given {kind_name(args[1])} as the storage offset"
+        for what, kind in (("size", args[2]), ("stride", args[3])):
+            if kind in _SCALARS:
+                return f"'{func}' given {kind_name(kind)} as the {what}, not a tuple"
     if func == "torch.device":
         if n == 0:
             return "'torch.device' needs a device"
