@@ -190,3 +190,12 @@ def test_whenever_verify_passes_no_loader_writes_the_canary(tmp_path: Path) -> N
             continue
         for loader in ("numpy", "pickle", "torch-full"):
             assert not ran_payload(path, loader), (name, loader)
+
+
+def test_an_npz_whose_keys_differ_only_by_case_still_passes(tmp_path: Path) -> None:
+    """numpy's lookup is exact (zipfile): only torch's reader folds case."""
+    path = tmp_path / "keys.npz"
+    np.savez(path, a=np.ones(2, np.float32), A=np.zeros(2, np.float32))
+    loaded = np.load(path)
+    assert float(loaded["a"][0]) == 1.0 and float(loaded["A"][0]) == 0.0
+    assert _errors(path) == set(), verify_file(path)[1]

@@ -177,6 +177,17 @@ class TorchZipValidator:
             msg = exc.message if isinstance(exc, FormatError) else "central directory is damaged"
             self._corrupt(msg)
             self._records = []
+        if len({r.name.casefold() for r in self._records}) != len(self._records):
+            # (an .npz may hold 'a.npy' and 'A.npy': numpy's zipfile lookup is exact)
+            self._issues.append(
+                Issue(
+                    UNPROVEN_LOAD_SAFETY,
+                    "two records' names differ only by case: torch's reader matches names "
+                    f"case-insensitively, so the one it reads may not be the one checked; "
+                    f"{ACCEPT_HINT}",
+                )
+            )
+            self._records = []
         self._prefix = self._common_prefix()
         self._index = 0  # record being streamed
         self._phase = "gap"  # gap | head | data | desc | done

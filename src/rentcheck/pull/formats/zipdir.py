@@ -183,11 +183,6 @@ def _parse_entries(cd: bytes, n: int, cd_off: int) -> list[ZipRecord]:
             raise FormatError(f"records {a.name!r} and {b.name!r} overlap")
     if len({r.name for r in records}) != len(records):
         raise FormatError("two records share a name")
-    if len({r.name.casefold() for r in records}) != len(records):
-        raise ZipAmbiguous(
-            "two records' names differ only by case: torch's reader matches names "
-            "case-insensitively, so which one it reads is not the one checked"
-        )
     return records
 
 
