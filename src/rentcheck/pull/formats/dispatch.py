@@ -211,6 +211,11 @@ def _loader_runs_nothing(head: bytes, pread: PRead, size: int) -> bool:
     if not head:
         return True
     window = head if size <= len(head) else pread(0, min(size, _RUNS_NOTHING_WINDOW))
+    return _runs_nothing(window, complete=len(window) >= size)
+
+
+def _runs_nothing(window: bytes, *, complete: bool) -> bool:
+    """``_loader_runs_nothing`` on the stream's first bytes (``complete``: all of them)."""
     stream = io.BytesIO(window)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -221,7 +226,7 @@ def _loader_runs_nothing(head: bytes, pread: PRead, size: int) -> bool:
         except GENOPS_ERRORS:
             # failed on a bad byte, or ran out at the end of the whole file: nothing ran; ran
             # out at the end of the window of a longer file: not proved
-            return len(window) >= size or stream.tell() < len(window) - 64
+            return complete or stream.tell() < len(window) - 64
     return False  # pragma: no cover - genops raises before running out
 
 
@@ -337,8 +342,11 @@ def choose_validator(
         head,
         size,
         pread,
-        lambda data, named, whole: looks_like_pickle(
-            data, size=len(data) + (not whole), named=named
+        # a compressed file joblib.load would inflate and unpickle: joblib's unless pickle.load
+        # of what it holds provably runs nothing (joblib.dump(x, "m.gz") is named like a log)
+        lambda data, named, whole: (
+            looks_like_pickle(data, size=len(data) + (not whole), named=named)
+            or not _runs_nothing(data, complete=whole)
         ),
     )
     if codec is not None:  # joblib.load: compressed by content, arrays after their wrappers
