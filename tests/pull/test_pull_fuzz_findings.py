@@ -190,3 +190,45 @@ def test_a_torchscript_archive_with_an_npy_magic_record_is_refused(tmp_path: Pat
     path.write_bytes(_rezip(records))
     assert ran_payload(path, "numpy")
     assert "RC538" in _errors(path), verify_file(path)[1]
+
+
+def test_a_rebuild_helper_given_the_wrong_number_of_arguments_is_one_torch_refuses(
+    tmp_path: Path,
+) -> None:
+    records = _torch_records()
+    key = next(n for n in records if n.endswith("data.pkl"))
+    pkl = b"\x80\x02}q\x00X\x01\x00\x00\x00wctorch._utils\n_rebuild_parameter\n(N\x89N\x89N\x89tRs."
+    records[key] = pkl
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    with pytest.raises(Exception, match="positional argument"):
+        torch.load(path, weights_only=True)
+    assert "RC530" in _errors(path), verify_file(path)[1]
+
+
+def test_a_constants_pkl_deeper_than_torch_looks_is_no_torchscript(tmp_path: Path) -> None:
+    """torch calls an archive TorchScript only for a record named exactly constants.pkl under
+    its top folder; '.data/constants.pkl' leaves data.pkl to the ordinary unpickler."""
+    records = _torch_records()
+    prefix = next(iter(records)).split("/", 1)[0]
+    records[f"{prefix}/data.pkl"] = exec_pickle()
+    records[f"{prefix}/.data/constants.pkl"] = b"0"
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    assert ran_payload(path, "torch-full")
+    verdict, findings = verify_file(path)
+    assert verdict.kind == "torch-zip"
+    assert "RC514" in {f.code for f in findings}, findings
+
+
+def test_a_record_marked_encrypted_is_refused(tmp_path: Path) -> None:
+    data = bytearray(_rezip(_torch_records()))
+    at = data.index(b"PK\x03\x04", data.index(b"/version") - 60)
+    data[at + 6] |= 1  # the local header's general purpose flags: encrypted
+    cd = data.index(b"PK\x01\x02", data.rindex(b"PK\x01\x02", 0, data.rindex(b"/version")) - 1)
+    data[cd + 8] |= 1  # and the central directory's
+    path = tmp_path / "m.pt"
+    path.write_bytes(bytes(data))
+    with pytest.raises(RuntimeError, match="encryption"):
+        torch.load(path, weights_only=True)
+    assert "RC512" in _errors(path), verify_file(path)[1]

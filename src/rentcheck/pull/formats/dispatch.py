@@ -316,7 +316,9 @@ def choose_validator(
         return Choice("safetensors", SafetensorsValidator(size, max_header=max_header))
     if head.startswith(b"PK\x03\x04"):
         names = zip_member_names(pread, size)
-        if names is not None and any(n.rsplit("/", 1)[-1] == "constants.pkl" for n in names):
+        # torch's _is_torchscript_zip: a record named exactly "constants.pkl" below the top
+        # folder (".data/constants.pkl" is not one: torch unpickles data.pkl as usual)
+        if names is not None and any(n.partition("/")[2] == "constants.pkl" for n in names):
             return Choice("torchscript", TorchZipValidator(size, pread, torchscript=True))
         if (
             names is None

@@ -35,6 +35,24 @@ _DEVICE = re.compile(r"(cpu|cuda|meta|mps|xpu|hpu|xla|lazy|ipu|mtia|privateuseon
 _ITERABLE = ("str", "tuple", "bytes")
 _REBUILDS = ("torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor_v3")
 _SCALARS = ("int", "str", "none", "bool", "float", "bytes")
+#: (least, most) positional arguments of torch's rebuild helpers (torch 2.13's signatures).
+_ARITY: dict[str, tuple[int, int]] = {
+    f"torch._utils.{name}": counts
+    for name, counts in {
+        "_rebuild_device_tensor_from_cpu_tensor": (4, 4),
+        "_rebuild_device_tensor_from_numpy": (4, 4),
+        "_rebuild_meta_tensor_no_storage": (4, 4),
+        "_rebuild_nested_tensor": (4, 4),
+        "_rebuild_parameter": (3, 3),
+        "_rebuild_parameter_with_state": (4, 4),
+        "_rebuild_qtensor": (7, 7),
+        "_rebuild_sparse_tensor": (2, 2),
+        "_rebuild_tensor": (4, 4),
+        "_rebuild_tensor_v2": (6, 7),
+        "_rebuild_tensor_v3": (7, 8),
+        "_rebuild_wrapper_subclass": (8, 8),
+    }.items()
+}
 _NOT_INT = ("str", "none", "float", "bytes", "tuple")
 
 
@@ -76,6 +94,10 @@ def call_refusal(func: str, args: list[Kind], strings: list[str | None]) -> str 
         if first == "str" and func == "builtins.set":
             return None
         return f"'{func}' cannot be built from {kind_name(first)}"
+    arity = _ARITY.get(func)
+    if arity is not None and not arity[0] <= n <= arity[1]:
+        want = f"{arity[0]}" if arity[0] == arity[1] else f"{arity[0]} to {arity[1]}"
+        return f"'{func}' takes {want} arguments, not {n}"
     if func in _REBUILDS and n >= 4:
         # tensor.set_(storage, offset, size, stride): sizes are sequences, the offset an int
         if args[1] in _NOT_INT:

@@ -42,6 +42,8 @@ __all__ = [
 MAX_STACK = 100_000  # real pickles stay below a few thousand (batches of 1000)
 MAX_REFS = 200_000  # (path, storage) pairs kept for naming; past it tensors go unnamed
 MAX_MEMO = 1_000_000  # memo entries (one per PUT/MEMOIZE of a distinct index)
+MAX_ALLOC = 1 << 20  # bytes an allowed constructor may be asked for by a bare int (writers: 0)
+_ALLOCATING = frozenset({"builtins.bytearray", "builtins.bytes"})
 
 #: The opcodes torch 2.13's ``weights_only`` unpickler implements (``_weights_only_unpickler``);
 #: any other opcode makes it raise "Unsupported operand".
@@ -349,6 +351,10 @@ class Machine:
             what = repr(codec[:40]) if isinstance(codec, str) else f"named by {kind(codec)}"
             self.flag(f"'_codecs.encode' looks up the codec {what} (an import of "
                       "encodings.<name>); pickle itself writes only 'latin1'")  # fmt: skip
+        if func.name in _ALLOCATING and items and type(items[0]) is int and items[0] > MAX_ALLOC:
+            # bytearray(2**36) is ten bytes of pickle and 64 GiB of the loader's memory
+            self.capped = f"'{func.name}({items[0]})' allocates more than {MAX_ALLOC} bytes"
+            raise Malformed(self.capped)
         if opname == "NEWOBJ" and (func.name in REBUILD_FUNCTIONS or func.name in NON_CALLABLE):
             self.refuse(f"NEWOBJ on '{func.name}', which is not a class")
         elif opname != "NEWOBJ" and func.name in self.allowed:
