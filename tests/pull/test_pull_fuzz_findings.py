@@ -232,3 +232,18 @@ def test_a_record_marked_encrypted_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="encryption"):
         torch.load(path, weights_only=True)
     assert "RC512" in _errors(path), verify_file(path)[1]
+
+
+def test_a_v1_rebuild_whose_view_runs_past_its_storage_is_refused(tmp_path: Path) -> None:
+    records = _torch_records()
+    key = next(n for n in records if n.endswith("data.pkl"))
+    records[key] = (
+        b"\x80\x02}q\x00X\x01\x00\x00\x00wq\x01ctorch._utils\n_rebuild_tensor\nq\x02"
+        b"((X\x07\x00\x00\x00storageq\x03ctorch\nFloatStorage\nq\x04X\x01\x00\x00\x000q\x05"
+        b"X\x03\x00\x00\x00cpuq\x06K\x03tq\x07QK\x00K\x09\x85q\x08K\x01\x85q\ttq\x0cRq\rs."
+    )  # a 9-element view of a 3-element storage
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    with pytest.raises(RuntimeError):
+        torch.load(path, weights_only=True)
+    assert "RC512" in _errors(path), verify_file(path)[1]

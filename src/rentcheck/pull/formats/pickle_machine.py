@@ -388,7 +388,7 @@ class Machine:
                 seen = self.dtypes.get(pers.key)
                 if seen is None or (seen[1] is None and view[1] is not None):
                     self.dtypes[pers.key] = view
-        if func.endswith(("_v2", "_v3")) and len(args) >= 4:
+        if func.endswith(("_v2", "_v3", "._rebuild_tensor")) and len(args) >= 4:
             self.check_view(pers.key, args[1], args[2], args[3], view)
 
     def buildable(self, target: object) -> bool:
