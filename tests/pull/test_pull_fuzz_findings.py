@@ -247,3 +247,24 @@ def test_a_v1_rebuild_whose_view_runs_past_its_storage_is_refused(tmp_path: Path
     with pytest.raises(RuntimeError):
         torch.load(path, weights_only=True)
     assert "RC512" in _errors(path), verify_file(path)[1]
+
+
+@pytest.mark.parametrize(
+    "shape", [[2**40, 2**40, 0], [0, 2**64], [0, 2**70], [2**62, 4, 0]], ids=str
+)
+def test_a_safetensors_shape_the_reader_overflows_on_is_refused(
+    tmp_path: Path, shape: list[int]
+) -> None:
+    from safetensors.torch import load_file
+
+    header = {
+        "a": {"dtype": "F32", "shape": shape, "data_offsets": [0, 0]},
+        "b": {"dtype": "U8", "shape": [8], "data_offsets": [0, 8]},
+    }
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    path = tmp_path / "s.safetensors"
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + b"\0" * 8)
+    with pytest.raises(Exception, match=r"overflow|invalid"):
+        load_file(path)
+    assert "RC511" in _errors(path), verify_file(path)[1]
