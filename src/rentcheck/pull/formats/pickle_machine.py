@@ -375,6 +375,9 @@ class Machine:
 
     def rebuild(self, func: str, args: tuple[object, ...], result: Obj) -> None:
         pers = args[0] if args else None
+        if func.endswith(("_v2", "_v3", "._rebuild_tensor")) and not isinstance(pers, Pers):
+            # torch reads storage.dtype / storage._untyped_storage of its first argument
+            self.refuse(f"'{func}' given {kind(pers)} where its storage goes")
         if not isinstance(pers, Pers) or pers.key is None:
             return
         result.refs = [("", pers.key)]

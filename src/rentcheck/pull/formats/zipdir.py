@@ -168,6 +168,10 @@ def _parse_entries(cd: bytes, n: int, cd_off: int) -> list[ZipRecord]:
         wanted = [w for w, v in (("u", usize), ("c", csize), ("o", offset)) if v == _FFFFFFFF]
         if disk == _FFFF:
             wanted.append("d")
+        if flags & 0x2061:  # encrypted, strong encryption, masked headers, a patch: miniz
+            raise FormatError(f"entry {k} is marked encrypted or patched (flags {flags:#06x})")
+        if disk not in (0, 1, _FFFF):  # miniz: "unsupported multidisk archive"
+            raise FormatError(f"entry {k} starts on disk {disk} (a multi-disk archive)")
         z64 = _zip64_extra(body[name_len:], wanted)
         usize, csize, offset = z64.get("u", usize), z64.get("c", csize), z64.get("o", offset)
         if offset >= cd_off:
