@@ -231,6 +231,14 @@ class PickleStreamValidator:
             self._malformed("the storage key list does not match the storages the object uses")
             return
         self._queue = [storages[k] for k in keys]
+        if reports[3].persid_sizes - {6}:  # ("storage", type, key, location, numel, view)
+            self._issues.append(
+                Issue(
+                    TORCH_WILL_REFUSE,
+                    "torch will refuse to load this with weights_only=True: a legacy storage "
+                    "reference without the six items torch unpacks",
+                )
+            )
         for key in reports[3].bad_views:  # torch refuses a view past its storage's elements
             ref = storages[key]
             self._issues.append(

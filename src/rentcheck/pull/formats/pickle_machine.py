@@ -239,6 +239,7 @@ class Machine:
         self.storages: dict[str, StorageRef] = {}
         self.dtypes: dict[str, tuple[int, str | None]] = {}
         self.bad_views: list[str] = []
+        self.persid_sizes: set[int] = set()  # items in each storage persistent id
         self.nrefs = 0
         self.protocol: int | None = None
 
@@ -432,6 +433,7 @@ class Machine:
 
     def persid(self, pid: object) -> None:
         items = items_of(pid) or ()
+        self.persid_sizes.add(len(items))
         if len(items) < 5 or items[0] != "storage":
             self.flag("persistent id that is not a torch storage reference")
             self.push(Pers(None))

@@ -394,6 +394,14 @@ class TorchZipValidator:
             return
         self._report = scan_pickle(bytes(self._pickle), extra_allowed=self._allowed)
         self._issues += pickle_issues(self._report, rec.name, full_pickle=self._full_pickle)
+        if self._report.persid_sizes - {5} and not self._report.unsafe:
+            self._issues.append(
+                Issue(
+                    TORCH_WILL_REFUSE,
+                    f"{rec.name}: torch will refuse to load this with weights_only=True: a "
+                    "storage reference without the five items torch unpacks",
+                )
+            )
         if not self._report.malformed and self._report.end != rec.csize:
             self._issues.append(
                 Issue(
