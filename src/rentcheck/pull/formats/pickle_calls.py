@@ -14,7 +14,7 @@ import re
 
 from rentcheck.pull.formats.pickle_allowlist import TORCH_DTYPES
 
-__all__ = ["NON_CALLABLE", "Kind", "call_refusal", "kind_name"]
+__all__ = ["DEVICE", "NON_CALLABLE", "Kind", "call_refusal", "kind_name"]
 
 #: Allow-listed globals that are values, not callables (dtypes, quantization schemes).
 NON_CALLABLE: frozenset[str] = frozenset(
@@ -31,7 +31,7 @@ NON_CALLABLE: frozenset[str] = frozenset(
 # Kinds: "int", "str", "none", "bool", "float", "bytes", "empty:<type>", "full:<type>",
 # "tuple", or "" when unknown.
 Kind = str
-_DEVICE = re.compile(r"(cpu|cuda|meta|mps|xpu|hpu|xla|lazy|ipu|mtia|privateuseone)(:\d+)?")
+DEVICE = re.compile(r"(cpu|cuda|meta|mps|xpu|hpu|xla|lazy|ipu|mtia|privateuseone)(:\d+)?")
 _ITERABLE = ("str", "tuple", "bytes")
 _REBUILDS = ("torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor_v3")
 _SCALARS = ("int", "str", "none", "bool", "float", "bytes")
@@ -109,7 +109,7 @@ def call_refusal(func: str, args: list[Kind], strings: list[str | None]) -> str 
         if n == 0:
             return "'torch.device' needs a device"
         value = strings[0] if strings else None
-        if first == "str" and value is not None and not _DEVICE.fullmatch(value):
+        if first == "str" and value is not None and not DEVICE.fullmatch(value):
             return f"'torch.device' does not know the device {value[:40]!r}"
         if first not in ("str", "int", ""):
             return f"'torch.device' cannot be built from {kind_name(first)}"

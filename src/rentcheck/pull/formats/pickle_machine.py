@@ -24,7 +24,7 @@ from rentcheck.pull.formats.pickle_allowlist import (
     normalize_global,
     numpy_dtype_class,
 )
-from rentcheck.pull.formats.pickle_calls import NON_CALLABLE, call_refusal
+from rentcheck.pull.formats.pickle_calls import DEVICE, NON_CALLABLE, call_refusal
 
 __all__ = [
     "LEAF",
@@ -447,6 +447,11 @@ class Machine:
         if elem is None:
             self.flag(f"persistent id names '{stype.name}', which is not a storage type")
         itemsize, scan = TORCH_DTYPES.get(elem or "uint8", (1, None))
+        if not isinstance(location, str) or not DEVICE.fullmatch(location):
+            # torch restores a storage only to a device it has a deserializer for
+            self.refuse(
+                f"storage {key!r} is placed on {str(location)[:20]!r}, no device torch knows"
+            )
         if key not in self.storages:
             loc = location if isinstance(location, str) else "?"
             self.storages[key] = StorageRef(key, stype.name, numel, loc, itemsize, scan, "")
