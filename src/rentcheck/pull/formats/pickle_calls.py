@@ -103,8 +103,11 @@ def call_refusal(func: str, args: list[Kind], strings: list[str | None]) -> str 
         if args[1] in _NOT_INT:
             return f"'{func}' given {kind_name(args[1])} as the storage offset"
         for what, kind in (("size", args[2]), ("stride", args[3])):
-            if kind in _SCALARS:
+            container = kind.startswith(("empty:", "full:"))
+            if kind in _SCALARS or (container and kind_name(kind) not in ("list", "torch.Size")):
                 return f"'{func}' given {kind_name(kind)} as the {what}, not a tuple"
+        if n >= 5 and args[4] not in ("bool", ""):
+            return f"'{func}' given {kind_name(args[4])} as requires_grad, not a bool"
     if func == "torch.device":
         if n == 0:
             return "'torch.device' needs a device"

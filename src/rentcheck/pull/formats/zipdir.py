@@ -114,9 +114,11 @@ def read_central_directory(pread: PRead, size: int) -> tuple[list[ZipRecord], in
     ):
         if eocd_at < _LOC64.size:
             raise FormatError("ZIP64 locator missing before the end-of-central-directory record")
-        sig, _, z64_at, _ = _LOC64.unpack(pread(eocd_at - _LOC64.size, _LOC64.size))
+        sig, z64_disk, z64_at, disks = _LOC64.unpack(pread(eocd_at - _LOC64.size, _LOC64.size))
         if sig != b"PK\x06\x07" or z64_at + _EOCD64.size > eocd_at - _LOC64.size:
             raise FormatError("ZIP64 end-of-central-directory locator is damaged")
+        if z64_disk != 0 or disks > 1:  # miniz: "unsupported multidisk archive"
+            raise FormatError(f"the ZIP64 locator counts {disks} disks (a multi-disk archive)")
         rec = _EOCD64.unpack(pread(z64_at, _EOCD64.size))
         if rec[0] != b"PK\x06\x06":
             raise FormatError("ZIP64 end-of-central-directory record is damaged")
@@ -170,7 +172,7 @@ def _parse_entries(cd: bytes, n: int, cd_off: int) -> list[ZipRecord]:
             wanted.append("d")
         if flags & 0x2061:  # encrypted, strong encryption, masked headers, a patch: miniz
             raise FormatError(f"entry {k} is marked encrypted or patched (flags {flags:#06x})")
-        if disk not in (0, 1, _FFFF):  # miniz: "unsupported multidisk archive"
+        if disk not in (0, 1):  # miniz: "unsupported multidisk archive" (0xFFFF included)
             raise FormatError(f"entry {k} starts on disk {disk} (a multi-disk archive)")
         z64 = _zip64_extra(body[name_len:], wanted)
         usize, csize, offset = z64.get("u", usize), z64.get("c", csize), z64.get("o", offset)
