@@ -121,19 +121,26 @@ _REACHING = frozenset(
 )  # fmt: skip
 
 
+_IMPORTING = (b"c", b"i")  # GLOBAL, INST
+
+
 def _fails_before_any_import(head: bytes, size: int) -> bool:
     """Whether pickle.load of a stream beginning with ``head`` raises on a bad byte inside it
     before any opcode that imports or calls: binary data that happens to begin with a PROTO
     opcode (6 in 65,536 random files do), which nobody can load and which runs nothing.
     ``head`` is the whole file when ``size`` is no longer: then running out is failing too."""
     stream = io.BytesIO(head)
+    nxt = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         try:
             for op, _, _ in pickletools.genops(stream):
                 if op.name in _REACHING or op.name == "STOP":
                     return False
+                nxt = stream.tell()
         except GENOPS_ERRORS:
+            if head[nxt : nxt + 1] in _IMPORTING:  # a name genops cannot decode, CPython can
+                return False
             return size <= len(head) or stream.tell() < len(head) - 64  # not cut by ``head``
     return False  # pragma: no cover - genops raises before running out
 
@@ -217,13 +224,19 @@ def _loader_runs_nothing(head: bytes, pread: PRead, size: int) -> bool:
 def _runs_nothing(window: bytes, *, complete: bool) -> bool:
     """``_loader_runs_nothing`` on the stream's first bytes (``complete``: all of them)."""
     stream = io.BytesIO(window)
+    nxt = 0  # where the next opcode starts
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         try:
             for op, _, _ in pickletools.genops(stream):
                 if op.name in _REACHING or op.name == "STOP":
                     return False
+                nxt = stream.tell()
         except GENOPS_ERRORS:
+            if window[nxt : nxt + 1] in _IMPORTING:
+                # genops decodes a GLOBAL/INST name as ASCII, CPython as UTF-8: CPython may
+                # import what genops refused to read
+                return False
             # failed on a bad byte, or ran out at the end of the whole file: nothing ran; ran
             # out at the end of the window of a longer file: not proved
             return complete or stream.tell() < len(window) - 64
