@@ -149,3 +149,14 @@ def test_a_pickle_naming_a_huge_memo_index_is_refused(tmp_path: Path) -> None:
     bare.write_bytes(b"\x80\x02Nr" + (1 << 30).to_bytes(4, "little") + b".")
     assert _judge(bare)["codes"] == ["RC533"]
     assert _judge(path)["codes"] == []
+
+
+@pytest.mark.parametrize("size", [b"\x8a\x05\x00\x00\x00\x00\x10", b"J\x00\x00\x00\x40"])
+def test_an_allowed_constructor_asked_for_gigabytes_is_refused(tmp_path: Path, size: bytes) -> None:
+    """bytearray(2**36) is allow-listed by torch and ten bytes of pickle: 64 GiB to load."""
+    path = tmp_path / "alloc.pkl"
+    path.write_bytes(b"\x80\x02cbuiltins\nbytearray\n" + size + b"\x85R.")
+    assert _judge(path)["codes"] == ["RC533"]
+    small = tmp_path / "small.pkl"
+    small.write_bytes(b"\x80\x02cbuiltins\nbytearray\nM\x00\x04\x85R.")
+    assert _judge(small)["codes"] == []

@@ -103,7 +103,7 @@ ST_CASES = {
     "metadata": (_st_bytes({"__metadata__": {"step": 5}}, b""), "__metadata__"),
     "trailing": (_one(_t("U8", [1], 0, 1), b"\0" * 101), "trailing"),
     "utf8": (struct.pack("<Q", 4) + b"\xff\xfe{}", "UTF-8"),
-    "overflow": (_one(_t("F32", [2**40, 2**40], 0, 4), Z4), "needs"),
+    "overflow": (_one(_t("F32", [2**40, 2**40], 0, 4), Z4), "overflows 64 bits"),
     "sub-byte": (_one(_t("F4", [3], 0, 1), b"\0"), "whole byte"),
     "lfs-pointer": (LFS, "git-lfs"),
     "tiny": (b"\x01\x02", "too short"),

@@ -190,3 +190,37 @@ def test_whenever_verify_passes_no_loader_writes_the_canary(tmp_path: Path) -> N
             continue
         for loader in ("numpy", "pickle", "torch-full"):
             assert not ran_payload(path, loader), (name, loader)
+
+
+def test_an_npz_whose_keys_differ_only_by_case_still_passes(tmp_path: Path) -> None:
+    """numpy's lookup is exact (zipfile): only torch's reader folds case."""
+    path = tmp_path / "keys.npz"
+    np.savez(path, a=np.ones(2, np.float32), A=np.zeros(2, np.float32))
+    loaded = np.load(path)
+    assert float(loaded["a"][0]) == 1.0 and float(loaded["A"][0]) == 0.0
+    assert _errors(path) == set(), verify_file(path)[1]
+
+
+@pytest.mark.parametrize("name", ["model.gz", "model.z", "model.bz2", "model.xz"])
+def test_a_compressed_pickle_joblib_would_inflate_is_refused(tmp_path: Path, name: str) -> None:
+    import bz2
+    import gzip
+    import lzma
+    import zlib
+
+    pytest.importorskip("joblib")
+    payload = b"K\x010" + exec_pickle(0)  # a first opcode no pickle writer starts with
+    pack = {".gz": gzip.compress, ".z": zlib.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
+    path = tmp_path / name
+    path.write_bytes(pack[path.suffix](payload))
+    assert ran_payload(path, "joblib")
+    assert _errors(path), verify_file(path)[1]
+
+
+def test_a_compressed_log_is_data(tmp_path: Path) -> None:
+    import gzip
+
+    path = tmp_path / "train.log.gz"
+    path.write_bytes(gzip.compress(b"2026-12-03 INFO step 1 loss 0.5\n" * 200))
+    assert _errors(path) == set(), verify_file(path)[1]
+    assert verify_file(path)[0].kind == "data"

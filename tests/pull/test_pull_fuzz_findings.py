@@ -101,3 +101,170 @@ def test_a_text_record_that_is_not_ascii_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UnicodeDecodeError):
         torch.load(path, weights_only=True)
     assert "RC512" in _errors(path), verify_file(path)[1]
+
+
+@pytest.mark.parametrize(
+    ("record", "value"),
+    [("version", b""), ("version", b"11"), ("version", b"0"), (".storage_alignment", b"x")],
+)
+def test_a_number_record_torch_cannot_parse_is_refused(
+    tmp_path: Path, record: str, value: bytes
+) -> None:
+    records = _torch_records()
+    key = next(n for n in records if n.endswith("/" + record))
+    records[key] = value
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    with pytest.raises(Exception):  # noqa: B017 - torch's own error, whatever its type
+        torch.load(path, weights_only=True)
+    assert "RC512" in _errors(path), verify_file(path)[1]
+
+
+def _stored_blocks(data: bytes, *, first: int, padding: int) -> bytes:
+    """Raw deflate: ``first`` bytes in one stored block, ``padding`` empty stored blocks (no
+    output), then the rest in a final stored block."""
+
+    def block(chunk: bytes, final: bool) -> bytes:
+        n = len(chunk)
+        return bytes([final]) + n.to_bytes(2, "little") + (n ^ 0xFFFF).to_bytes(2, "little") + chunk
+
+    empty = block(b"", False)
+    return block(data[:first], False) + empty * padding + block(data[first:], True)
+
+
+def _one_member_zip(name: str, data: bytes, compressed: bytes) -> bytes:
+    import struct
+    import zlib
+
+    crc = zlib.crc32(data)
+    raw = name.encode()
+    local = struct.pack("<4sHHHHHIIIHH", b"PK\x03\x04", 20, 0, 8, 0, 0, crc,
+                        len(compressed), len(data), len(raw), 0) + raw  # fmt: skip
+    central = struct.pack("<4sHHHHHHIIIHHHHHII", b"PK\x01\x02", 20, 20, 0, 8, 0, 0, crc,
+                          len(compressed), len(data), len(raw), 0, 0, 0, 0, 0, 0) + raw  # fmt: skip
+    cd_off = len(local) + len(compressed)
+    end = struct.pack("<4sHHHHIIH", b"PK\x05\x06", 0, 0, 1, 1, len(central), cd_off, 0)
+    return local + compressed + central + end
+
+
+def test_an_npz_member_whose_first_inflated_piece_is_shorter_than_the_magic(
+    tmp_path: Path,
+) -> None:
+    buf = io.BytesIO()
+    np.save(buf, np.array([None], dtype=object), allow_pickle=True)
+    npy = buf.getvalue()
+    hostile = npy[: npy.index(b"\n") + 1] + exec_pickle()
+    # 3 bytes of the magic, then 1 MiB of empty blocks: the first piece inflated is b"\x93NU"
+    compressed = _stored_blocks(hostile, first=3, padding=(1 << 20) // 5 + 10)
+    path = tmp_path / "a.npz"
+    path.write_bytes(_one_member_zip("a.npy", hostile, compressed))
+    assert ran_payload(path, "numpy")
+    assert "RC514" in _errors(path), verify_file(path)[1]
+
+
+def test_a_rebuild_given_an_int_for_its_size_is_one_torch_refuses(tmp_path: Path) -> None:
+    records = _torch_records()
+    key = next(n for n in records if n.endswith("data.pkl"))
+    assert b"K\x00K\x03\x85" in records[key]
+    records[key] = records[key].replace(b"K\x00K\x03\x85", b"K\x00K\x03", 1)  # size 3, not (3,)
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    with pytest.raises(Exception):  # noqa: B017 - torch's own error, whatever its type
+        torch.load(path, weights_only=True)
+    assert "RC530" in _errors(path), verify_file(path)[1]
+
+
+def test_a_torchscript_archive_with_an_npy_magic_record_is_refused(tmp_path: Path) -> None:
+    scripted = torch.jit.script(torch.nn.Linear(2, 2))
+    buf = io.BytesIO()
+    torch.jit.save(scripted, buf)
+    with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as z:
+        records = {n: z.read(n) for n in z.namelist()}
+    prefix = next(iter(records)).split("/", 1)[0]
+    npy = io.BytesIO()
+    np.save(npy, np.array([None], dtype=object), allow_pickle=True)
+    records[f"{prefix}/extra.npy"] = npy.getvalue()[: npy.getvalue().index(b"\n") + 1] + (
+        exec_pickle()
+    )
+    path = tmp_path / "scripted.pt"
+    path.write_bytes(_rezip(records))
+    assert ran_payload(path, "numpy")
+    assert "RC538" in _errors(path), verify_file(path)[1]
+
+
+def test_a_rebuild_helper_given_the_wrong_number_of_arguments_is_one_torch_refuses(
+    tmp_path: Path,
+) -> None:
+    records = _torch_records()
+    key = next(n for n in records if n.endswith("data.pkl"))
+    pkl = b"\x80\x02}q\x00X\x01\x00\x00\x00wctorch._utils\n_rebuild_parameter\n(N\x89N\x89N\x89tRs."
+    records[key] = pkl
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    with pytest.raises(Exception, match="positional argument"):
+        torch.load(path, weights_only=True)
+    assert "RC530" in _errors(path), verify_file(path)[1]
+
+
+def test_a_constants_pkl_deeper_than_torch_looks_is_no_torchscript(tmp_path: Path) -> None:
+    """torch calls an archive TorchScript only for a record named exactly constants.pkl under
+    its top folder; '.data/constants.pkl' leaves data.pkl to the ordinary unpickler."""
+    records = _torch_records()
+    prefix = next(iter(records)).split("/", 1)[0]
+    records[f"{prefix}/data.pkl"] = exec_pickle()
+    records[f"{prefix}/.data/constants.pkl"] = b"0"
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    assert ran_payload(path, "torch-full")
+    verdict, findings = verify_file(path)
+    assert verdict.kind == "torch-zip"
+    assert "RC514" in {f.code for f in findings}, findings
+
+
+def test_a_record_marked_encrypted_is_refused(tmp_path: Path) -> None:
+    data = bytearray(_rezip(_torch_records()))
+    at = data.index(b"PK\x03\x04", data.index(b"/version") - 60)
+    data[at + 6] |= 1  # the local header's general purpose flags: encrypted
+    cd = data.index(b"PK\x01\x02", data.rindex(b"PK\x01\x02", 0, data.rindex(b"/version")) - 1)
+    data[cd + 8] |= 1  # and the central directory's
+    path = tmp_path / "m.pt"
+    path.write_bytes(bytes(data))
+    with pytest.raises(RuntimeError, match="encryption"):
+        torch.load(path, weights_only=True)
+    assert "RC512" in _errors(path), verify_file(path)[1]
+
+
+def test_a_v1_rebuild_whose_view_runs_past_its_storage_is_refused(tmp_path: Path) -> None:
+    records = _torch_records()
+    key = next(n for n in records if n.endswith("data.pkl"))
+    records[key] = (
+        b"\x80\x02}q\x00X\x01\x00\x00\x00wq\x01ctorch._utils\n_rebuild_tensor\nq\x02"
+        b"((X\x07\x00\x00\x00storageq\x03ctorch\nFloatStorage\nq\x04X\x01\x00\x00\x000q\x05"
+        b"X\x03\x00\x00\x00cpuq\x06K\x03tq\x07QK\x00K\x09\x85q\x08K\x01\x85q\ttq\x0cRq\rs."
+    )  # a 9-element view of a 3-element storage
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    with pytest.raises(RuntimeError):
+        torch.load(path, weights_only=True)
+    assert "RC512" in _errors(path), verify_file(path)[1]
+
+
+@pytest.mark.parametrize(
+    "shape", [[2**40, 2**40, 0], [0, 2**64], [0, 2**70], [2**62, 4, 0]], ids=str
+)
+def test_a_safetensors_shape_the_reader_overflows_on_is_refused(
+    tmp_path: Path, shape: list[int]
+) -> None:
+    from safetensors.torch import load_file
+
+    header = {
+        "a": {"dtype": "F32", "shape": shape, "data_offsets": [0, 0]},
+        "b": {"dtype": "U8", "shape": [8], "data_offsets": [0, 8]},
+    }
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    path = tmp_path / "s.safetensors"
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + b"\0" * 8)
+    with pytest.raises(Exception, match=r"overflow|invalid"):
+        load_file(path)
+    assert "RC511" in _errors(path), verify_file(path)[1]

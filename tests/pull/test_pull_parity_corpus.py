@@ -174,7 +174,8 @@ def test_torchscript_is_its_own_kind(tmp_path: Path) -> None:
         torch.load(path, weights_only=True)
     verdict, findings = verify_file(path)
     assert verdict.kind == "torchscript"
-    assert [(f.code, f.severity) for f in findings] == [("RC532", Severity.WARNING)]
+    # a refusal since issue 27 (it was a warning): torch.jit.load runs the archive's code
+    assert [(f.code, f.severity) for f in findings] == [("RC532", Severity.ERROR)]
     assert "weights_only refuses it" in findings[0].message
 
 

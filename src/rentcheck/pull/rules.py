@@ -475,17 +475,23 @@ PULL_RULES: tuple[Rule, ...] = (
     Rule(
         code=TORCHSCRIPT_ARCHIVE,
         name="torchscript-archive",
-        summary="TorchScript archive: weights_only refuses it.",
+        summary="TorchScript archive: weights_only refuses it, torch.jit.load runs its code.",
         why=(
             "torch.load hands a TorchScript zip to torch.jit.load, which runs the archive's "
-            "code; with weights_only=True it refuses the file outright. Its tensors were "
-            "checked and its digest proves it arrived intact, but it is not a state dict."
+            "code; with weights_only=True it refuses the file outright. Its records and CRCs "
+            "were checked and its digest proves it arrived intact, but what it runs is not "
+            "proved safe, and it is not a state dict (a refusal since issue 27: it was a "
+            "warning, i.e. a pass)."
         ),
         example_bad="torch.jit.save(torch.jit.script(model), 'model.pt')",
         example_good="torch.save(model.state_dict(), 'model.pt')",
-        fix="Load it with torch.jit.load only if you trust it, or save a state_dict as well.",
+        fix=(
+            "Save a state_dict as well. To accept the archive deliberately (you trust its "
+            "author and load it with torch.jit.load), list it under the verify section's "
+            'per-file-ignores: `"path/model.pt" = ["RC532"]`.'
+        ),
         family="pull",
-        default_severity=Severity.WARNING,
+        default_severity=Severity.ERROR,
         fix_applicability=Applicability.NONE,
     ),
     Rule(

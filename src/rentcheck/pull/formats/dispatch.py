@@ -121,19 +121,26 @@ _REACHING = frozenset(
 )  # fmt: skip
 
 
+_IMPORTING = (b"c", b"i")  # GLOBAL, INST
+
+
 def _fails_before_any_import(head: bytes, size: int) -> bool:
     """Whether pickle.load of a stream beginning with ``head`` raises on a bad byte inside it
     before any opcode that imports or calls: binary data that happens to begin with a PROTO
     opcode (6 in 65,536 random files do), which nobody can load and which runs nothing.
     ``head`` is the whole file when ``size`` is no longer: then running out is failing too."""
     stream = io.BytesIO(head)
+    nxt = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         try:
             for op, _, _ in pickletools.genops(stream):
                 if op.name in _REACHING or op.name == "STOP":
                     return False
+                nxt = stream.tell()
         except GENOPS_ERRORS:
+            if head[nxt : nxt + 1] in _IMPORTING:  # a name genops cannot decode, CPython can
+                return False
             return size <= len(head) or stream.tell() < len(head) - 64  # not cut by ``head``
     return False  # pragma: no cover - genops raises before running out
 
@@ -211,17 +218,28 @@ def _loader_runs_nothing(head: bytes, pread: PRead, size: int) -> bool:
     if not head:
         return True
     window = head if size <= len(head) else pread(0, min(size, _RUNS_NOTHING_WINDOW))
+    return _runs_nothing(window, complete=len(window) >= size)
+
+
+def _runs_nothing(window: bytes, *, complete: bool) -> bool:
+    """``_loader_runs_nothing`` on the stream's first bytes (``complete``: all of them)."""
     stream = io.BytesIO(window)
+    nxt = 0  # where the next opcode starts
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         try:
             for op, _, _ in pickletools.genops(stream):
                 if op.name in _REACHING or op.name == "STOP":
                     return False
+                nxt = stream.tell()
         except GENOPS_ERRORS:
+            if window[nxt : nxt + 1] in _IMPORTING:
+                # genops decodes a GLOBAL/INST name as ASCII, CPython as UTF-8: CPython may
+                # import what genops refused to read
+                return False
             # failed on a bad byte, or ran out at the end of the whole file: nothing ran; ran
             # out at the end of the window of a longer file: not proved
-            return len(window) >= size or stream.tell() < len(window) - 64
+            return complete or stream.tell() < len(window) - 64
     return False  # pragma: no cover - genops raises before running out
 
 
@@ -311,7 +329,9 @@ def choose_validator(
         return Choice("safetensors", SafetensorsValidator(size, max_header=max_header))
     if head.startswith(b"PK\x03\x04"):
         names = zip_member_names(pread, size)
-        if names is not None and any(n.rsplit("/", 1)[-1] == "constants.pkl" for n in names):
+        # torch's _is_torchscript_zip: a record named exactly "constants.pkl" below the top
+        # folder (".data/constants.pkl" is not one: torch unpickles data.pkl as usual)
+        if names is not None and any(n.partition("/")[2] == "constants.pkl" for n in names):
             return Choice("torchscript", TorchZipValidator(size, pread, torchscript=True))
         if (
             names is None
@@ -337,8 +357,11 @@ def choose_validator(
         head,
         size,
         pread,
-        lambda data, named, whole: looks_like_pickle(
-            data, size=len(data) + (not whole), named=named
+        # a compressed file joblib.load would inflate and unpickle: joblib's unless pickle.load
+        # of what it holds provably runs nothing (joblib.dump(x, "m.gz") is named like a log)
+        lambda data, named, whole: (
+            looks_like_pickle(data, size=len(data) + (not whole), named=named)
+            or not _runs_nothing(data, complete=whole)
         ),
     )
     if codec is not None:  # joblib.load: compressed by content, arrays after their wrappers

@@ -52,6 +52,7 @@ _SUFFIXES = (".joblib", ".jbl")
 _WINDOW = 64 * 1024  # an uncompressed dump names its first wrapper within its first bytes
 #: Every byte that starts a pickle opcode.
 _OPCODES = frozenset(op.code.encode("latin-1") for op in pickletools.opcodes)
+_SEARCH = 64 * 1024 * 1024  # how far a *.pkl is searched for joblib's wrapper (read once more)
 _PEEK = 4096  # inflated bytes that decide whether a compressed file holds a pickle
 
 
@@ -87,7 +88,26 @@ def joblib_codec(
         window = head if size <= len(head) else pread(0, min(size, _WINDOW))
         if _MARK in window:
             return "none"
+        if named and _names_wrapper(pread, size, len(window)):
+            return "none"  # joblib.dump(vectorizer, "m.pkl"): its first array after 64 KiB
     return None
+
+
+def _names_wrapper(pread: PRead, size: int, start: int) -> bool:
+    """Whether joblib's array wrapper is named anywhere in the first ``_SEARCH`` bytes of a
+    pickle-named file (a dump whose objects before its first array fill more than 64 KiB)."""
+    keep = b""
+    at = max(0, start - len(_MARK))
+    end = min(size, _SEARCH)
+    while at < end:
+        piece = pread(at, min(1 << 20, end - at))
+        if not piece:
+            return False
+        if _MARK in keep + piece:
+            return True
+        keep = piece[-len(_MARK) :]
+        at += len(piece)
+    return False
 
 
 class _Stop(Exception):

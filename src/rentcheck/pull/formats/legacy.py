@@ -25,6 +25,7 @@ from rentcheck.pull.formats.pickle_safety import (
 from rentcheck.pull.formats.torchzip import MAX_PICKLE_BYTES, pickle_issues
 from rentcheck.pull.rules import (
     PICKLE_MALFORMED,
+    TORCH_WILL_REFUSE,
     UNKNOWN_CHECKPOINT_FORMAT,
     VERIFY_LIMIT_REACHED,
 )
@@ -230,6 +231,23 @@ class PickleStreamValidator:
             self._malformed("the storage key list does not match the storages the object uses")
             return
         self._queue = [storages[k] for k in keys]
+        if reports[3].persid_sizes - {6}:  # ("storage", type, key, location, numel, view)
+            self._issues.append(
+                Issue(
+                    TORCH_WILL_REFUSE,
+                    "torch will refuse to load this with weights_only=True: a legacy storage "
+                    "reference without the six items torch unpacks",
+                )
+            )
+        for key in reports[3].bad_views:  # torch refuses a view past its storage's elements
+            ref = storages[key]
+            self._issues.append(
+                Issue(
+                    TORCH_WILL_REFUSE,
+                    f"torch will refuse to load this with weights_only=True: tensor "
+                    f"{ref.tensor or key!r} reaches past the end of its storage",
+                )
+            )
         self._seg_start = reports[4].end
         self._phase = "count" if keys else "end"
         self._end = self._seg_start

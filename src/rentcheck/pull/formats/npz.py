@@ -80,11 +80,17 @@ class NpzValidator:
         validator: NpyValidator | None = None
         crc = 0
         total = 0
-        for piece in self._inflated(record, start):
+        first = b""  # the member's first bytes, however inflate splits them into pieces
+        for inflated in self._inflated(record, start):
+            piece = inflated
             if validator is None:
-                if not piece.startswith(NPY_MAGIC):
+                first += inflated
+                if len(first) < len(NPY_MAGIC) and len(first) < record.usize:
+                    continue
+                if not first.startswith(NPY_MAGIC):
                     return [], ()  # numpy returns a non-.npy member's bytes as they are
                 validator = NpyValidator(record.usize, extra_allowed=self._allowed)
+                piece, first = first, b""
             crc = zlib.crc32(piece, crc)
             total += len(piece)
             validator.feed(memoryview(piece))

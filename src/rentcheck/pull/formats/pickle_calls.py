@@ -14,7 +14,7 @@ import re
 
 from rentcheck.pull.formats.pickle_allowlist import TORCH_DTYPES
 
-__all__ = ["NON_CALLABLE", "Kind", "call_refusal", "kind_name"]
+__all__ = ["DEVICE", "NON_CALLABLE", "Kind", "call_refusal", "kind_name"]
 
 #: Allow-listed globals that are values, not callables (dtypes, quantization schemes).
 NON_CALLABLE: frozenset[str] = frozenset(
@@ -31,8 +31,29 @@ NON_CALLABLE: frozenset[str] = frozenset(
 # Kinds: "int", "str", "none", "bool", "float", "bytes", "empty:<type>", "full:<type>",
 # "tuple", or "" when unknown.
 Kind = str
-_DEVICE = re.compile(r"(cpu|cuda|meta|mps|xpu|hpu|xla|lazy|ipu|mtia|privateuseone)(:\d+)?")
+DEVICE = re.compile(r"(cpu|cuda|meta|mps|xpu|hpu|xla|lazy|ipu|mtia|privateuseone)(:\d+)?")
 _ITERABLE = ("str", "tuple", "bytes")
+_REBUILDS = ("torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor_v3")
+_SCALARS = ("int", "str", "none", "bool", "float", "bytes")
+#: (least, most) positional arguments of torch's rebuild helpers (torch 2.13's signatures).
+_ARITY: dict[str, tuple[int, int]] = {
+    f"torch._utils.{name}": counts
+    for name, counts in {
+        "_rebuild_device_tensor_from_cpu_tensor": (4, 4),
+        "_rebuild_device_tensor_from_numpy": (4, 4),
+        "_rebuild_meta_tensor_no_storage": (4, 4),
+        "_rebuild_nested_tensor": (4, 4),
+        "_rebuild_parameter": (3, 3),
+        "_rebuild_parameter_with_state": (4, 4),
+        "_rebuild_qtensor": (7, 7),
+        "_rebuild_sparse_tensor": (2, 2),
+        "_rebuild_tensor": (4, 4),
+        "_rebuild_tensor_v2": (6, 7),
+        "_rebuild_tensor_v3": (7, 8),
+        "_rebuild_wrapper_subclass": (8, 8),
+    }.items()
+}
+_NOT_INT = ("str", "none", "float", "bytes", "tuple")
 
 
 def _iterable(kind: Kind) -> bool:
@@ -73,11 +94,25 @@ def call_refusal(func: str, args: list[Kind], strings: list[str | None]) -> str 
         if first == "str" and func == "builtins.set":
             return None
         return f"'{func}' cannot be built from {kind_name(first)}"
+    arity = _ARITY.get(func)
+    if arity is not None and not arity[0] <= n <= arity[1]:
+        want = f"{arity[0]}" if arity[0] == arity[1] else f"{arity[0]} to {arity[1]}"
+        return f"'{func}' takes {want} arguments, not {n}"
+    if func in _REBUILDS and n >= 4:
+        # tensor.set_(storage, offset, size, stride): sizes are sequences, the offset an int
+        if args[1] in _NOT_INT:
+            return f"'{func}' given {kind_name(args[1])} as the storage offset"
+        for what, kind in (("size", args[2]), ("stride", args[3])):
+            container = kind.startswith(("empty:", "full:"))
+            if kind in _SCALARS or (container and kind_name(kind) not in ("list", "torch.Size")):
+                return f"'{func}' given {kind_name(kind)} as the {what}, not a tuple"
+        if n >= 5 and args[4] not in ("bool", ""):
+            return f"'{func}' given {kind_name(args[4])} as requires_grad, not a bool"
     if func == "torch.device":
         if n == 0:
             return "'torch.device' needs a device"
         value = strings[0] if strings else None
-        if first == "str" and value is not None and not _DEVICE.fullmatch(value):
+        if first == "str" and value is not None and not DEVICE.fullmatch(value):
             return f"'torch.device' does not know the device {value[:40]!r}"
         if first not in ("str", "int", ""):
             return f"'torch.device' cannot be built from {kind_name(first)}"

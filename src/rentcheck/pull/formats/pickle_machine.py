@@ -24,7 +24,7 @@ from rentcheck.pull.formats.pickle_allowlist import (
     normalize_global,
     numpy_dtype_class,
 )
-from rentcheck.pull.formats.pickle_calls import NON_CALLABLE, call_refusal
+from rentcheck.pull.formats.pickle_calls import DEVICE, NON_CALLABLE, call_refusal
 
 __all__ = [
     "LEAF",
@@ -42,6 +42,8 @@ __all__ = [
 MAX_STACK = 100_000  # real pickles stay below a few thousand (batches of 1000)
 MAX_REFS = 200_000  # (path, storage) pairs kept for naming; past it tensors go unnamed
 MAX_MEMO = 1_000_000  # memo entries (one per PUT/MEMOIZE of a distinct index)
+MAX_ALLOC = 1 << 20  # bytes an allowed constructor may be asked for by a bare int (writers: 0)
+_ALLOCATING = frozenset({"builtins.bytearray", "builtins.bytes"})
 
 #: The opcodes torch 2.13's ``weights_only`` unpickler implements (``_weights_only_unpickler``);
 #: any other opcode makes it raise "Unsupported operand".
@@ -237,6 +239,7 @@ class Machine:
         self.storages: dict[str, StorageRef] = {}
         self.dtypes: dict[str, tuple[int, str | None]] = {}
         self.bad_views: list[str] = []
+        self.persid_sizes: set[int] = set()  # items in each storage persistent id
         self.nrefs = 0
         self.protocol: int | None = None
 
@@ -349,6 +352,10 @@ class Machine:
             what = repr(codec[:40]) if isinstance(codec, str) else f"named by {kind(codec)}"
             self.flag(f"'_codecs.encode' looks up the codec {what} (an import of "
                       "encodings.<name>); pickle itself writes only 'latin1'")  # fmt: skip
+        if func.name in _ALLOCATING and items and type(items[0]) is int and items[0] > MAX_ALLOC:
+            # bytearray(2**36) is ten bytes of pickle and 64 GiB of the loader's memory
+            self.capped = f"'{func.name}({items[0]})' allocates more than {MAX_ALLOC} bytes"
+            raise Malformed(self.capped)
         if opname == "NEWOBJ" and (func.name in REBUILD_FUNCTIONS or func.name in NON_CALLABLE):
             self.refuse(f"NEWOBJ on '{func.name}', which is not a class")
         elif opname != "NEWOBJ" and func.name in self.allowed:
@@ -369,6 +376,9 @@ class Machine:
 
     def rebuild(self, func: str, args: tuple[object, ...], result: Obj) -> None:
         pers = args[0] if args else None
+        if func.endswith(("_v2", "_v3", "._rebuild_tensor")) and not isinstance(pers, Pers):
+            # torch reads storage.dtype / storage._untyped_storage of its first argument
+            self.refuse(f"'{func}' given {kind(pers)} where its storage goes")
         if not isinstance(pers, Pers) or pers.key is None:
             return
         result.refs = [("", pers.key)]
@@ -382,7 +392,7 @@ class Machine:
                 seen = self.dtypes.get(pers.key)
                 if seen is None or (seen[1] is None and view[1] is not None):
                     self.dtypes[pers.key] = view
-        if func.endswith(("_v2", "_v3")) and len(args) >= 4:
+        if func.endswith(("_v2", "_v3", "._rebuild_tensor")) and len(args) >= 4:
             self.check_view(pers.key, args[1], args[2], args[3], view)
 
     def buildable(self, target: object) -> bool:
@@ -423,6 +433,7 @@ class Machine:
 
     def persid(self, pid: object) -> None:
         items = items_of(pid) or ()
+        self.persid_sizes.add(len(items))
         if len(items) < 5 or items[0] != "storage":
             self.flag("persistent id that is not a torch storage reference")
             self.push(Pers(None))
@@ -436,6 +447,11 @@ class Machine:
         if elem is None:
             self.flag(f"persistent id names '{stype.name}', which is not a storage type")
         itemsize, scan = TORCH_DTYPES.get(elem or "uint8", (1, None))
+        if not isinstance(location, str) or not DEVICE.fullmatch(location):
+            # torch restores a storage only to a device it has a deserializer for
+            self.refuse(
+                f"storage {key!r} is placed on {str(location)[:20]!r}, no device torch knows"
+            )
         if key not in self.storages:
             loc = location if isinstance(location, str) else "?"
             self.storages[key] = StorageRef(key, stype.name, numel, loc, itemsize, scan, "")

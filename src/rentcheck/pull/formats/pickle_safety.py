@@ -55,6 +55,7 @@ class PickleReport:
     capped: str | None = None  # the work cap that stopped the analysis, if one did
     ops: int = 0  # opcodes analysed
     tensor_paths: frozenset[str] = frozenset()  # dotted path of every tensor in the object
+    persid_sizes: frozenset[int] = frozenset()  # items of the persistent ids (zip: 5, legacy: 6)
 
 
 def _unsafe_opcode(m: Machine, name: str, arg: object) -> None:
@@ -163,6 +164,7 @@ def report_of(m: Machine, *, end: int, malformed: str | None, ops: int) -> Pickl
         capped=m.capped,
         ops=ops,
         tensor_paths=paths,
+        persid_sizes=frozenset(m.persid_sizes),
     )
 
 

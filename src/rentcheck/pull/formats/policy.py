@@ -24,10 +24,12 @@ from rentcheck.pathmatch import matcher, matches_any
 __all__ = [
     "DEFAULT_NONFINITE_PATHS",
     "NONFINITE_ACTIONS",
+    "OMEGACONF",
     "PRESETS",
     "FilePolicy",
     "Preset",
     "VerifyPolicy",
+    "accept_hint",
 ]
 
 NONFINITE_ACTIONS = ("fail", "note")
@@ -84,6 +86,36 @@ DCP_METADATA: tuple[str, ...] = (
 )
 
 
+#: What a real omegaconf ``DictConfig``/``ListConfig`` pickles (Hydra configs, Lightning
+#: ``save_hyperparameters`` of a DictConfig), read from ``torch.save`` of real configs with
+#: omegaconf 2.4 (plain values, lists, interpolations, structured configs): the containers,
+#: their metadata, the value nodes, and the types its metadata names (``typing.Any``,
+#: ``defaultdict(dict)`` as resolver cache, the element/key types). A structured config's own
+#: dataclass is the user's and is not here: add it with ``allow_globals``.
+OMEGACONF: tuple[str, ...] = (
+    "omegaconf.dictconfig.DictConfig",
+    "omegaconf.listconfig.ListConfig",
+    "omegaconf.base.ContainerMetadata",
+    "omegaconf.base.Metadata",
+    "omegaconf.nodes.AnyNode",
+    "omegaconf.nodes.StringNode",
+    "omegaconf.nodes.IntegerNode",
+    "omegaconf.nodes.FloatNode",
+    "omegaconf.nodes.BooleanNode",
+    "omegaconf.nodes.BytesNode",
+    "omegaconf.nodes.PathNode",
+    "typing.Any",
+    "collections.defaultdict",
+    "builtins.dict",
+    "builtins.list",
+    "builtins.int",
+    "builtins.float",
+    "builtins.str",
+    "builtins.bool",
+    "builtins.bytes",
+)
+
+
 @dataclass(frozen=True)
 class FilePolicy:
     """A policy for the files matching ``glob``."""
@@ -122,6 +154,12 @@ PRESETS: dict[str, Preset] = {
             "Lightning checkpoints whose hyper_parameters are an argparse Namespace or "
             "Lightning's AttributeDict (LightningCLI, save_hyperparameters(namespace))",
             ("argparse.Namespace", "lightning.fabric.utilities.data.AttributeDict"),
+        ),
+        Preset(
+            "omegaconf",
+            "checkpoints holding an OmegaConf/Hydra DictConfig or ListConfig (Lightning "
+            "hyper_parameters of a Hydra run): the classes a real config pickles",
+            OMEGACONF,
         ),
     )
 }
@@ -185,3 +223,16 @@ class VerifyPolicy:
             if fnmatch.fnmatchcase(tensor, glob):
                 return action
         return "fail"
+
+
+def accept_hint(name: str) -> str:
+    """How a refusal of the global ``name`` is accepted on purpose: the preset that lists it,
+    else ``--allow-global`` (or the config key) after reading what it does."""
+    presets = [p.name for p in PRESETS.values() if name in p.allow_globals]
+    if presets:
+        first = presets[0]
+        return f'accepted by the preset {first!r}: presets = ["{first}"] in [tool.rentcheck.verify]'
+    return (
+        f"to accept it after reading what it does: --allow-global {name} "
+        f'(or allow_globals = ["{name}"] in [tool.rentcheck.verify], or a file_policies entry)'
+    )

@@ -139,10 +139,24 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+_U64 = 1 << 64
+
+
 def _int_list(value: Any, what: str) -> list[int]:
-    if not isinstance(value, list) or not all(type(v) is int and v >= 0 for v in value):
-        raise FormatError(f"{what} must be a list of non-negative integers")
+    if not isinstance(value, list) or not all(type(v) is int and 0 <= v < _U64 for v in value):
+        raise FormatError(f"{what} must be a list of integers from 0 to 2**64 - 1")
     return value
+
+
+def _overflows(shape: list[int], bits: int) -> bool:
+    """Whether the reader's checked product (left to right, then times the element's bits)
+    leaves 64 bits on the way, as it refuses even a shape whose last dimension is 0."""
+    acc = 1
+    for dim in (*shape, bits):
+        acc *= dim
+        if acc >= _U64:
+            return True
+    return False
 
 
 def _entry(name: str, info: Any) -> SafetensorsEntry:
@@ -157,6 +171,8 @@ def _entry(name: str, info: Any) -> SafetensorsEntry:
     offsets = _int_list(info.get("data_offsets"), f"tensor {name!r}: data_offsets")
     if len(offsets) != 2 or offsets[1] < offsets[0]:
         raise FormatError(f"tensor {name!r}: data_offsets must be [begin, end] with end >= begin")
+    if _overflows(shape, DTYPE_BITS[dtype]):
+        raise FormatError(f"tensor {name!r}: the size of {dtype}{shape} overflows 64 bits")
     bits = math.prod(shape) * DTYPE_BITS[dtype]
     if bits % 8:
         raise FormatError(f"tensor {name!r}: {dtype}{shape} does not fill a whole byte")

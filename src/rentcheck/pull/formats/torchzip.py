@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import re
 import struct
 import zlib
 from collections.abc import Callable, Iterable
@@ -19,6 +20,7 @@ from rentcheck.errors import FormatError
 from rentcheck.pull.formats.base import Issue, PRead, TensorInfo
 from rentcheck.pull.formats.finite import FiniteScanner, nonfinite_issues, skipped_issue
 from rentcheck.pull.formats.pickle_safety import PickleReport, scan_pickle
+from rentcheck.pull.formats.policy import accept_hint
 from rentcheck.pull.formats.zipdir import (
     ZipAmbiguous,
     ZipLimit,
@@ -76,7 +78,7 @@ def pickle_issues(
     then, for a pickle ``torch.load`` reads (``torch``), what its weights_only unpickler would
     refuse (RC530), or the note for a known full pickle (RC534)."""
     issues = [
-        Issue(UNSAFE_PICKLE, f"{what}: {u}", {"globals": list(report.globals)})
+        Issue(UNSAFE_PICKLE, f"{what}: {_with_hint(u)}", {"globals": list(report.globals)})
         for u in report.unsafe
     ]
     if report.capped:
@@ -112,6 +114,27 @@ def pickle_issues(
             )
         )
     return issues
+
+
+#: Records torch.save writes as a number (torch's reader parses two of them); a file format
+#: version outside 1..10 torch 2.x refuses.
+_NUMBER_RECORDS = ("version", ".data/version", ".format_version", ".storage_alignment")
+
+
+def _number(name: str, text: bytes) -> bool:
+    digits = text.removesuffix(b"\n")
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 6):
+        return False
+    return 1 <= int(digits) <= 10 if name in ("version", ".data/version") else True
+
+
+_NOT_LISTED = re.compile(r"global '([^']+)' is not on the state-dict allow-list")
+
+
+def _with_hint(message: str) -> str:
+    """A refusal of one global, with the preset or ``--allow-global`` that would accept it."""
+    found = _NOT_LISTED.fullmatch(message)
+    return f"{message} ({accept_hint(found.group(1))})" if found else message
 
 
 class TorchZipValidator:
@@ -153,6 +176,17 @@ class TorchZipValidator:
         except (FormatError, struct.error) as exc:
             msg = exc.message if isinstance(exc, FormatError) else "central directory is damaged"
             self._corrupt(msg)
+            self._records = []
+        if len({r.name.casefold() for r in self._records}) != len(self._records):
+            # (an .npz may hold 'a.npy' and 'A.npy': numpy's zipfile lookup is exact)
+            self._issues.append(
+                Issue(
+                    UNPROVEN_LOAD_SAFETY,
+                    "two records' names differ only by case: torch's reader matches names "
+                    f"case-insensitively, so the one it reads may not be the one checked; "
+                    f"{ACCEPT_HINT}",
+                )
+            )
             self._records = []
         self._prefix = self._common_prefix()
         self._index = 0  # record being streamed
@@ -271,6 +305,8 @@ class TorchZipValidator:
             return
         name = bytes(self._buf[30 : 30 + name_len])
         self._local_zip64 = has_zip64_extra(bytes(self._buf[30 + name_len :]))
+        if (flags | rec.flags) & 0x41:  # miniz: "unsupported encryption"
+            self._corrupt(f"record {rec.name!r} is marked encrypted (torch cannot read it)")
         if name.decode("utf-8", "replace") != rec.name and name.decode("cp437") != rec.name:
             self._corrupt(f"local header at {rec.header_offset} names {name!r}, not {rec.name!r}")
         deflated = self._torchscript and method == rec.method == 8  # jit.save deflates code
@@ -358,6 +394,14 @@ class TorchZipValidator:
             return
         self._report = scan_pickle(bytes(self._pickle), extra_allowed=self._allowed)
         self._issues += pickle_issues(self._report, rec.name, full_pickle=self._full_pickle)
+        if self._report.persid_sizes - {5} and not self._report.unsafe:
+            self._issues.append(
+                Issue(
+                    TORCH_WILL_REFUSE,
+                    f"{rec.name}: torch will refuse to load this with weights_only=True: a "
+                    "storage reference without the five items torch unpacks",
+                )
+            )
         if not self._report.malformed and self._report.end != rec.csize:
             self._issues.append(
                 Issue(
@@ -405,17 +449,24 @@ class TorchZipValidator:
         with the ``.npy`` magic (np.load opens any zip and reads such a member as an array, an
         object array being a pickle), a small text record (``version``,
         ``.data/serialization_id``...) that is not ASCII (torch decodes it and fails)."""
-        if self._torchscript:
-            return []
         issues = []
         for rec in self._records:
             start = self._start_of.get(rec.name)
             if start is None:
                 continue
-            text = not rec.name.startswith(self._prefix + "data/") and rec.name != (
-                self._prefix + "data.pkl"
+            text = (
+                not self._torchscript  # TorchScript's code records are deflated: magic only
+                and not rec.name.startswith(self._prefix + "data/")
+                and rec.name != self._prefix + "data.pkl"
             )
-            head = self._pread(start, min(rec.usize, 256 if text else 6))
+            if rec.method == 8:  # a deflated (TorchScript) record: its first inflated bytes
+                try:
+                    raw = self._pread(start, min(rec.csize, 4096))
+                    head = zlib.decompressobj(-15).decompress(raw, 6)
+                except zlib.error:
+                    head = b""
+            else:
+                head = self._pread(start, min(rec.usize, 256 if text else 6))
             if head.startswith(b"\x93NUMPY"):
                 issues.append(
                     Issue(
@@ -432,6 +483,19 @@ class TorchZipValidator:
                         "there (torch decodes it when loading)",
                     )
                 )
+            elif (short := rec.name[len(self._prefix) :]) in _NUMBER_RECORDS and not _number(
+                short, head
+            ):
+                issues.append(
+                    Issue(
+                        TORCH_ZIP_CORRUPT,
+                        f"record {rec.name!r} holds {head[:20]!r}, not the number torch.save "
+                        "writes there (torch parses it when loading)",
+                    )
+                )
+        names = {rec.name[len(self._prefix) :] for rec in self._records}
+        if self._records and not self._torchscript and "version" not in names:
+            issues.append(Issue(TORCH_ZIP_CORRUPT, "no version record (torch refuses the file)"))
         return issues
 
     def _storage_issues(self) -> list[Issue]:

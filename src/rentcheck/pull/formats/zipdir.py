@@ -114,9 +114,11 @@ def read_central_directory(pread: PRead, size: int) -> tuple[list[ZipRecord], in
     ):
         if eocd_at < _LOC64.size:
             raise FormatError("ZIP64 locator missing before the end-of-central-directory record")
-        sig, _, z64_at, _ = _LOC64.unpack(pread(eocd_at - _LOC64.size, _LOC64.size))
+        sig, z64_disk, z64_at, disks = _LOC64.unpack(pread(eocd_at - _LOC64.size, _LOC64.size))
         if sig != b"PK\x06\x07" or z64_at + _EOCD64.size > eocd_at - _LOC64.size:
             raise FormatError("ZIP64 end-of-central-directory locator is damaged")
+        if z64_disk != 0 or disks > 1:  # miniz: "unsupported multidisk archive"
+            raise FormatError(f"the ZIP64 locator counts {disks} disks (a multi-disk archive)")
         rec = _EOCD64.unpack(pread(z64_at, _EOCD64.size))
         if rec[0] != b"PK\x06\x06":
             raise FormatError("ZIP64 end-of-central-directory record is damaged")
@@ -168,6 +170,10 @@ def _parse_entries(cd: bytes, n: int, cd_off: int) -> list[ZipRecord]:
         wanted = [w for w, v in (("u", usize), ("c", csize), ("o", offset)) if v == _FFFFFFFF]
         if disk == _FFFF:
             wanted.append("d")
+        if flags & 0x2061:  # encrypted, strong encryption, masked headers, a patch: miniz
+            raise FormatError(f"entry {k} is marked encrypted or patched (flags {flags:#06x})")
+        if disk not in (0, 1):  # miniz: "unsupported multidisk archive" (0xFFFF included)
+            raise FormatError(f"entry {k} starts on disk {disk} (a multi-disk archive)")
         z64 = _zip64_extra(body[name_len:], wanted)
         usize, csize, offset = z64.get("u", usize), z64.get("c", csize), z64.get("o", offset)
         if offset >= cd_off:
@@ -183,11 +189,6 @@ def _parse_entries(cd: bytes, n: int, cd_off: int) -> list[ZipRecord]:
             raise FormatError(f"records {a.name!r} and {b.name!r} overlap")
     if len({r.name for r in records}) != len(records):
         raise FormatError("two records share a name")
-    if len({r.name.casefold() for r in records}) != len(records):
-        raise ZipAmbiguous(
-            "two records' names differ only by case: torch's reader matches names "
-            "case-insensitively, so which one it reads is not the one checked"
-        )
     return records
 
 
