@@ -28,6 +28,7 @@ from rentcheck.pull.formats.joblib_file import JoblibValidator, joblib_codec
 from rentcheck.pull.formats.legacy import PickleStreamValidator, starts_with_legacy_magic
 from rentcheck.pull.formats.npy import NPY_MAGIC, NpyValidator
 from rentcheck.pull.formats.npz import NpzValidator, looks_like_npz
+from rentcheck.pull.formats.pickle_reach import fails_before_any_import, runs_nothing
 from rentcheck.pull.formats.pickle_safety import GENOPS_ERRORS
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES, SafetensorsValidator
 from rentcheck.pull.formats.text import TextValidator
@@ -95,7 +96,7 @@ def looks_like_pickle(head: bytes, *, size: int, named: bool = True) -> bool:
     end exactly at the end of the file, so prose that happens to parse is not taken for one.
     """
     if len(head) >= 2 and head[0] == 0x80 and head[1] <= 5:
-        return named or not _fails_before_any_import(head, size)
+        return named or not fails_before_any_import(head, size)
     if not head or (head[:1] not in b"(]}c)NIS" and not named):
         return False  # (pickle.load runs whatever opcode comes first)
     count = 0
@@ -111,37 +112,6 @@ def looks_like_pickle(head: bytes, *, size: int, named: bool = True) -> bool:
             # cut off by the end of ``head`` (not by a bad byte) in a longer file
             ran_out = stream.tell() >= len(head) - 64
             return named and count >= 4 and size > len(head) and ran_out
-    return False  # pragma: no cover - genops raises before running out
-
-
-#: The opcodes through which pickle.load reaches code: imports, calls, BUILD's __setstate__.
-_REACHING = frozenset(
-    ("GLOBAL", "STACK_GLOBAL", "INST", "OBJ", "REDUCE", "NEWOBJ", "NEWOBJ_EX", "BUILD",
-     "EXT1", "EXT2", "EXT4", "PERSID", "BINPERSID")
-)  # fmt: skip
-
-
-_IMPORTING = (b"c", b"i")  # GLOBAL, INST
-
-
-def _fails_before_any_import(head: bytes, size: int) -> bool:
-    """Whether pickle.load of a stream beginning with ``head`` raises on a bad byte inside it
-    before any opcode that imports or calls: binary data that happens to begin with a PROTO
-    opcode (6 in 65,536 random files do), which nobody can load and which runs nothing.
-    ``head`` is the whole file when ``size`` is no longer: then running out is failing too."""
-    stream = io.BytesIO(head)
-    nxt = 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            for op, _, _ in pickletools.genops(stream):
-                if op.name in _REACHING or op.name == "STOP":
-                    return False
-                nxt = stream.tell()
-        except GENOPS_ERRORS:
-            if head[nxt : nxt + 1] in _IMPORTING:  # a name genops cannot decode, CPython can
-                return False
-            return size <= len(head) or stream.tell() < len(head) - 64  # not cut by ``head``
     return False  # pragma: no cover - genops raises before running out
 
 
@@ -210,7 +180,7 @@ def _unproven(what: str) -> _Verdict:
     return _Verdict(Issue(UNPROVEN_LOAD_SAFETY, f"{what}; {ACCEPT_HINT}"))
 
 
-def _loader_runs_nothing(head: bytes, pread: PRead, size: int) -> bool:
+def _loaderruns_nothing(head: bytes, pread: PRead, size: int) -> bool:
     """Whether ``pickle.load`` of this file provably fails before it imports or calls anything:
     its opcodes (up to 64 KiB of them) hit a bad byte or the end of the file first. genops
     decodes each argument at least as strictly as CPython's unpickler, so where it fails the
@@ -218,29 +188,7 @@ def _loader_runs_nothing(head: bytes, pread: PRead, size: int) -> bool:
     if not head:
         return True
     window = head if size <= len(head) else pread(0, min(size, _RUNS_NOTHING_WINDOW))
-    return _runs_nothing(window, complete=len(window) >= size)
-
-
-def _runs_nothing(window: bytes, *, complete: bool) -> bool:
-    """``_loader_runs_nothing`` on the stream's first bytes (``complete``: all of them)."""
-    stream = io.BytesIO(window)
-    nxt = 0  # where the next opcode starts
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            for op, _, _ in pickletools.genops(stream):
-                if op.name in _REACHING or op.name == "STOP":
-                    return False
-                nxt = stream.tell()
-        except GENOPS_ERRORS:
-            if window[nxt : nxt + 1] in _IMPORTING:
-                # genops decodes a GLOBAL/INST name as ASCII, CPython as UTF-8: CPython may
-                # import what genops refused to read
-                return False
-            # failed on a bad byte, or ran out at the end of the whole file: nothing ran; ran
-            # out at the end of the window of a longer file: not proved
-            return complete or stream.tell() < len(window) - 64
-    return False  # pragma: no cover - genops raises before running out
+    return runs_nothing(window, complete=len(window) >= size)
 
 
 class _TarFile(io.RawIOBase):
@@ -361,7 +309,7 @@ def choose_validator(
         # of what it holds provably runs nothing (joblib.dump(x, "m.gz") is named like a log)
         lambda data, named, whole: (
             looks_like_pickle(data, size=len(data) + (not whole), named=named)
-            or not _runs_nothing(data, complete=whole)
+            or not runs_nothing(data, complete=whole)
         ),
     )
     if codec is not None:  # joblib.load: compressed by content, arrays after their wrappers
@@ -389,7 +337,7 @@ def choose_validator(
             size, legacy=True, extra_allowed=allowed, full_pickle=full_pickle
         )
         return Choice("torch-legacy", validator)
-    if suffix in LOADER_SUFFIXES and not _loader_runs_nothing(head, pread, size):
+    if suffix in LOADER_SUFFIXES and not _loaderruns_nothing(head, pread, size):
         what = "its loader would unpickle it, but its first opcodes are no pickle verify reads"
         return Choice("unproven", _unproven(what))
     if suffix in _MUST_BE_CHECKPOINT:
