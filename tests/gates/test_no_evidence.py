@@ -4,6 +4,7 @@ naming what was missing, on every surface (CLI, pytest, ledger)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -106,3 +107,48 @@ def test_collect_only_gives_no_verdict(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout
     assert "rentcheck-status" in result.stdout and "run.sh" in result.stdout
     assert "lint gate" not in result.stdout  # nothing ran: no "FAILED (nothing ran)"
+
+
+def test_a_typod_gate_marker_is_no_usage_error_when_rentcheck_was_not_asked(
+    tmp_path: Path,
+) -> None:
+    """A plain `pytest` (no rentcheck option) must not exit 4 over rentcheck's marker; with
+    rentcheck asked for, the typo is a usage error naming the known gates."""
+    repo = make_repo(
+        tmp_path / "p",
+        {
+            "test_it.py": "import pytest\n\n\n@pytest.mark.rentcheck_gate('smok')\n"
+            "def test_marked():\n    pass\n\n\ndef test_plain():\n    pass\n",
+        },
+    )
+    plain = _pytest(repo, "-q")
+    assert plain.returncode == 0, plain.stdout
+    asked = _pytest(repo, "-q", "--rentcheck-gate", "lint")
+    assert asked.returncode == 4 and "names no gate" in asked.stderr + asked.stdout
+
+
+def test_smoke_under_pytest_runs_the_interpreter_running_pytest(tmp_path: Path) -> None:
+    """`.venv/bin/pytest` with no venv activated: `python` on PATH may be another one. Under
+    pytest the smoke runner's `python` is the interpreter running pytest."""
+    repo = make_repo(
+        tmp_path / "p",
+        {
+            "rentcheck.yaml": "smoke:\n  command: [python, train.py]\n  shim: off\n",
+            "train.py": "import sys\nprint('step 1 loss 1.0', flush=True)\n"
+            "print('PY', sys.executable)\n",
+            "test_smoke.py": "import sys\n\n\ndef test_it(rentcheck_smoke):\n"
+            "    outcome = rentcheck_smoke.run()\n"
+            "    assert outcome.settings.interpreter.path == sys.executable\n",
+        },
+    )
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python").write_text("#!/bin/sh\necho 'not the project interpreter' >&2\nexit 3\n")
+    (fake / "python").chmod(0o755)
+    env_path = f"{fake}:/usr/bin:/bin"
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"],
+        cwd=repo, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "PATH": env_path, "VIRTUAL_ENV": ""},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr

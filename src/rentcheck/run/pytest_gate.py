@@ -154,11 +154,18 @@ def _overrides(
         configured = [configured] if isinstance(configured, str) else list(configured)
         base_args = (base_args if base_args is not None else configured) + list(extra_args)
     merged_env = {**dict(table.get("env", {})), **env} if env else None
-    return {
+    found: dict[str, Any] = {
         "command": list(command) if command is not None else None,
         "args": base_args,
         "env": merged_env,
     }
+    if "python" not in table and "python" not in config.section("smoke"):
+        # Under pytest the project's interpreter is the one running pytest (.venv/bin/pytest
+        # with no venv activated: `python` on PATH may be another, without torch).
+        import sys
+
+        found["python"] = sys.executable
+    return found
 
 
 @pytest.fixture(scope="session")
