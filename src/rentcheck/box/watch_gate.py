@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from rentcheck.config import Config
     from rentcheck.gates.judge import GateResult
 
-__all__ = ["WatchRun", "last_launch_session", "watch_result", "watch_runner"]
+__all__ = ["WatchRun", "last_launch_session", "watch_result", "watch_runner", "with_ledger_session"]
 
 
 @dataclass
@@ -126,10 +126,19 @@ def watch_runner(config: Config, options: dict[str, Any]) -> GateResult:
     if not host:
         raise UsageError("the watch gate needs a host", hint="pytest --rentcheck-audit HOST")
     name = options.get("name") or host  # its state file and findings go by the name
-    # No session in the config: the one the ledger says was launched there last.
-    found = None if config.section("watch").get("session") else last_launch_session(config, name)
-    given = {"session": found[0]} if found else {}
+    given, _ = with_ledger_session(config, name, {})
     return watch_result(config, name, given, open_for_options(options)).result
+
+
+def with_ledger_session(
+    config: Config, host: str, given: dict[str, Any]
+) -> tuple[dict[str, Any], tuple[str, str] | None]:
+    """``given`` with the session to watch: the command line's, else the config's, else the
+    one the ledger says was launched on ``host`` last (returned too, to say so)."""
+    if given.get("session") or config.section("watch").get("session"):
+        return given, None
+    found = last_launch_session(config, host)
+    return ({**given, "session": found[0]}, found) if found else (given, None)
 
 
 def last_launch_session(config: Config, host: str) -> tuple[str, str] | None:

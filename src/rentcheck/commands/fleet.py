@@ -112,12 +112,14 @@ def watch_host(
     from rentcheck.box.fleet import host_config, host_settings
     from rentcheck.box.fleet_run import named_for
     from rentcheck.box.transport import open_box
-    from rentcheck.box.watch_gate import watch_result
+    from rentcheck.box.watch_gate import watch_result, with_ledger_session
 
     # reached as its audit reaches it: the host's ssh_config unless the command line gives one
     given_connection = {k: v for k, v in connection.items() if v is not None}
     _, reach = host_settings(config, host, given_connection)
     config = host_config(config, host)  # judged with the host's own select/ignore
+    # each host's own last launch, when neither the command line nor the config names one
+    given, _ = with_ledger_session(config, host.name, given)
     box = open_box(host.alias, ssh_config=reach.ssh_config, connect_timeout=reach.connect_timeout)
     watched = watch_result(config, host.name, given, box)
     watched.result.findings = named_for(host, watched.result.findings)

@@ -42,9 +42,8 @@ def add_parsers(
     connection_options(build)
     build.add_argument(
         # `-o` is the report file here too, as in every command; the manifest is --manifest
-        # (as in verify). --output, its old long name, still works.
+        # (as in verify). One meaning per option name: --output is no longer a second one.
         "--manifest",
-        "--output",
         dest="manifest_file",
         metavar="FILE",
         help=f"where to write the manifest (default: ROOT/{_MANIFEST})",

@@ -110,20 +110,18 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _session_default(args: argparse.Namespace, config: Config, given: dict[str, Any]) -> None:
-    """Without ``--session``: the last launch on the host (the ledger knows it), said aloud."""
-    from rentcheck.box.watch_gate import last_launch_session
-
-    if args.session is not None or config.section("watch").get("session"):
-        return  # the command line's, else the config's, before the ledger's
-    found = last_launch_session(config, args.host)
-    if found is None:
-        return
+    """Without ``--session`` or the config's: the last launch on the host (the ledger knows
+    it), said aloud."""
+    from rentcheck.box.watch_gate import with_ledger_session
     from rentcheck.sanitise import sanitise
 
-    given["session"], when = found
+    chosen, found = with_ledger_session(config, args.host, given)
+    if found is None:
+        return
+    given.update(chosen)
     sys.stderr.write(
         f"rentcheck: watching session {sanitise(found[0])!r}: the last launch on "
-        f"{sanitise(args.host)} (ledger, {sanitise(when)}); --session NAME to watch another\n"
+        f"{sanitise(args.host)} (ledger, {sanitise(found[1])}); --session NAME to watch another\n"
     )
 
 
