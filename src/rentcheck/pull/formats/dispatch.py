@@ -180,7 +180,7 @@ def _unproven(what: str) -> _Verdict:
     return _Verdict(Issue(UNPROVEN_LOAD_SAFETY, f"{what}; {ACCEPT_HINT}"))
 
 
-def _loaderruns_nothing(head: bytes, pread: PRead, size: int) -> bool:
+def _loader_runs_nothing(head: bytes, pread: PRead, size: int) -> bool:
     """Whether ``pickle.load`` of this file provably fails before it imports or calls anything:
     its opcodes (up to 64 KiB of them) hit a bad byte or the end of the file first. genops
     decodes each argument at least as strictly as CPython's unpickler, so where it fails the
@@ -326,6 +326,11 @@ def choose_validator(
         if tar_choice.kind != "data" or suffix not in LOADER_SUFFIXES:
             return tar_choice
     if looks_like_pickle(head, size=size, named=suffix in LOADER_SUFFIXES):
+        if suffix not in _MUST_BE_CHECKPOINT and fails_before_any_import(head, size):
+            # its first opcodes parse, but pickle.load raises on them before it resolves any
+            # name (a stack underflow at byte 0): nobody loads it and loading it runs nothing,
+            # e.g. a random token shard named .bin
+            return Choice("data", None)
         torch_named = suffix in _MUST_BE_CHECKPOINT and suffix not in _PICKLE_SUFFIXES
         if not torch_named and not starts_with_legacy_magic(head):
             # read with pickle.load (DCP .metadata, joblib, .pkl), not torch.load
@@ -337,7 +342,7 @@ def choose_validator(
             size, legacy=True, extra_allowed=allowed, full_pickle=full_pickle
         )
         return Choice("torch-legacy", validator)
-    if suffix in LOADER_SUFFIXES and not _loaderruns_nothing(head, pread, size):
+    if suffix in LOADER_SUFFIXES and not _loader_runs_nothing(head, pread, size):
         what = "its loader would unpickle it, but its first opcodes are no pickle verify reads"
         return Choice("unproven", _unproven(what))
     if suffix in _MUST_BE_CHECKPOINT:
