@@ -78,8 +78,9 @@ def test_stack_underflow_missing_mark_and_memo_fail_before_any_call() -> None:
 
 
 def test_random_shards_named_like_checkpoints_verify_as_data(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """What failed a spooled-roster test at random: random 64-byte shards named .bin that
-    parse a few opcodes (RC513 'stack underflow at byte 0', or RC538) verify as data now."""
+    """What failed a spooled-roster test at random: random shards named .bin that parse a
+    few opcodes (RC513 'stack underflow at byte 0'), or whose first opcode declares a length
+    past the 64 KiB window (RC538, 11 of 600 random 70 KB files), verify as data now."""
     from rentcheck.pull.verify import verify_pull
 
     root = tmp_path / "run"
@@ -87,6 +88,8 @@ def test_random_shards_named_like_checkpoints_verify_as_data(tmp_path) -> None: 
     rng = random.Random(3)  # noqa: S311 - seeded data, not secrets
     for i in range(300):
         (root / f"part-{i:05d}.bin").write_bytes(rng.randbytes(64))
+    for i in range(150):  # longer than the 64 KiB window: a random length runs past the file
+        (root / f"big-{i:04d}.bin").write_bytes(rng.randbytes(70_000))
     from rentcheck.payload import manifest_builder as builder
 
     builder.write_manifest(str(root), str(root / "PULL_MANIFEST.json"), None, 1, False)

@@ -188,7 +188,7 @@ def _loader_runs_nothing(head: bytes, pread: PRead, size: int) -> bool:
     if not head:
         return True
     window = head if size <= len(head) else pread(0, min(size, _RUNS_NOTHING_WINDOW))
-    return runs_nothing(window, complete=len(window) >= size)
+    return runs_nothing(window, complete=len(window) >= size, size=size)
 
 
 class _TarFile(io.RawIOBase):

@@ -29,10 +29,10 @@ def fails_before_any_import(head: bytes, size: int) -> bool:
     opcode that imports or calls: binary data that happens to begin with a PROTO opcode (6 in
     65,536 random files do), which nobody can load and which runs nothing. ``head`` is the
     whole file when ``size`` is no longer: then running out is failing too."""
-    return first_reach(head, complete=size <= len(head)) == "fails"
+    return first_reach(head, complete=size <= len(head), size=size) == "fails"
 
 
-def first_reach(window: bytes, *, complete: bool) -> str:
+def first_reach(window: bytes, *, complete: bool, size: int | None = None) -> str:
     """What pickle.load of a stream beginning with ``window`` meets first: ``"reaches"`` (an
     opcode that imports or calls, with what it needs on the stack), ``"fails"`` (it raises
     first: a bad byte, a stack underflow, a missing MARK or memo entry, or the end of a
@@ -41,7 +41,9 @@ def first_reach(window: bytes, *, complete: bool) -> str:
 
     The stack is modelled as pickletools' ``dis`` models it; CPython's unpickler and joblib's
     (pure Python) are stricter still (a MARK fences the stack below it), so where this says
-    it fails, they have failed too (tested against the real unpickler with random streams)."""
+    it fails, they have failed too (tested against the real unpickler with random streams).
+    ``size``: the whole stream's length, when the window is its beginning only (an argument
+    longer than what is left of the stream fails the load)."""
     stream = io.BytesIO(window)
     nxt = 0  # where the next opcode starts
     stack: list[object] = []  # pickletools stack types; ``markobject`` for each MARK
@@ -68,9 +70,34 @@ def first_reach(window: bytes, *, complete: bool) -> str:
                 # import what genops refused to read, unless it cannot decode it either
                 return _names_decode(window[nxt + 1 :])
             # failed on a bad byte, or ran out at the end of the whole file: nothing ran; ran
-            # out at the end of the window of a longer file: not proved
-            return "fails" if complete or stream.tell() < len(window) - 64 else "unproved"
+            # out at the end of the window of a longer file: not proved, unless the argument
+            # it was reading is longer than the rest of the file
+            if complete or stream.tell() < len(window) - 64:
+                return "fails"
+            return "fails" if _runs_past(window, nxt, size) else "unproved"
     return "unproved"  # pragma: no cover - genops raises before running out
+
+
+# pickletools' codes for an argument whose length is the little-endian integer before it
+_COUNTED = {  # code -> (bytes of the length, signed)
+    pickletools.TAKEN_FROM_ARGUMENT1: (1, False),
+    pickletools.TAKEN_FROM_ARGUMENT4: (4, True),
+    pickletools.TAKEN_FROM_ARGUMENT4U: (4, False),
+    pickletools.TAKEN_FROM_ARGUMENT8U: (8, False),
+}
+_BY_CODE = {op.code.encode("latin-1"): op for op in pickletools.opcodes}
+
+
+def _runs_past(window: bytes, at: int, size: int | None) -> bool:
+    """Whether the opcode at ``at`` declares an argument longer than the rest of the stream
+    (a random length in a BINBYTES8 at the start of a data file): the load fails there."""
+    op = _BY_CODE.get(window[at : at + 1])
+    counted = _COUNTED.get(op.arg.n) if op is not None and op.arg is not None else None
+    if counted is None or size is None or len(window) < at + 1 + counted[0]:
+        return False
+    width, signed = counted
+    length = int.from_bytes(window[at + 1 : at + 1 + width], "little", signed=signed)
+    return at + 1 + width + length > size
 
 
 def _names_decode(rest: bytes) -> str:
@@ -119,7 +146,7 @@ def _stack_effect(
     return True
 
 
-def runs_nothing(window: bytes, *, complete: bool) -> bool:
+def runs_nothing(window: bytes, *, complete: bool, size: int | None = None) -> bool:
     """Whether pickle.load of a stream beginning with ``window`` provably runs nothing (it
     fails or stops first); ``complete``: the window is the whole stream."""
-    return first_reach(window, complete=complete) in ("fails", "stops")
+    return first_reach(window, complete=complete, size=size) in ("fails", "stops")
