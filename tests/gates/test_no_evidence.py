@@ -152,3 +152,23 @@ def test_smoke_under_pytest_runs_the_interpreter_running_pytest(tmp_path: Path) 
         env={**os.environ, "PATH": env_path, "VIRTUAL_ENV": ""},
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_phase_runs_its_gates_in_lifecycle_order(tmp_path: Path) -> None:
+    """`--rentcheck-gate pre-rent`: lint's items (0.1 s) come before smoke's and resume's
+    (20 s), whatever order the gate modules added them in."""
+    repo = make_repo(
+        tmp_path / "p",
+        {
+            "run.sh": "#!/bin/bash\necho hi\n",
+            "rentcheck.yaml": "smoke:\n  command: [python, train.py]\nresume:\n  steps: 6\n",
+            "train.py": "print('x')\n",
+        },
+        executable=("run.sh",),
+    )
+    listed = _pytest(repo, "--rentcheck-gate", "pre-rent", "--co", "-q").stdout.splitlines()
+    names = [line for line in listed if "rentcheck" in line or "run.sh" in line]
+    smoke = next(i for i, n in enumerate(names) if "rentcheck-smoke" in n)
+    resume = next(i for i, n in enumerate(names) if "rentcheck-resume" in n)
+    lint = [i for i, n in enumerate(names) if "run.sh" in n or "rentcheck-status" in n]
+    assert lint and max(lint) < smoke < resume, names
