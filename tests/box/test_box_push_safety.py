@@ -87,7 +87,7 @@ def test_an_interrupted_push_leaves_the_old_file_or_the_complete_new_one(
                 break
             time.sleep(0.002)
         _interrupt(kind, proc, lab)
-        proc.communicate(timeout=60)
+        proc.communicate(timeout=180)  # a dropped link is noticed by keepalives: slow under load
         wait_until(lambda: not _temps(box_dir), f"{kind}: a temp file was left behind")
         content = target.read_bytes()
         assert content in (old, new), f"{kind}: target holds {len(content)} other bytes"

@@ -170,7 +170,11 @@ def test_an_unknown_gate_name_is_an_error_naming_the_known_ones(pytester: pytest
             pass
         """
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    # rentcheck not asked for: no usage error in a plain pytest, the test is skipped saying why
+    plain = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
+    assert plain.ret == 0
+    plain.stdout.fnmatch_lines(["*rentcheck_gate('lnit') names no gate (known: lint, smoke*"])
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rentcheck-gate", "lint")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*rentcheck_gate('lnit') names no gate; known: lint, smoke*"])
     bad = pytester.runpytest_subprocess("--rentcheck-gate", "smok", "-p", "no:cacheprovider")

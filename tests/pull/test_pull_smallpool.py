@@ -123,10 +123,11 @@ def test_what_a_worker_raises_is_raised_in_the_parent_with_its_traceback() -> No
     from rentcheck.pull.filecheck import CheckOptions
 
     got = []
+    before = _children()  # under xdist: other tests' children (an sshd, a fork server) too
     pool = smallpool.SmallFilePool(1, CheckOptions(False, (), 1 << 20), lambda o, at: got.append(o))
-    before = _children()
     pool._submit([(("not", "a"), None)], [None])
+    workers = _children() - before
     with pytest.raises(TypeError) as info:
         pool.close()
     assert "LocalFile" in str(info.value.__cause__) and got == []
-    assert not _children() & before  # the worker was reaped all the same
+    assert workers and not _children() & workers  # the worker was reaped all the same
