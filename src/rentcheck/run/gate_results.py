@@ -15,26 +15,20 @@ __all__ = ["resume_result", "smoke_result"]
 
 
 def smoke_result(outcome: SmokeOutcome) -> GateResult:
-    from rentcheck.gates.judge import GateResult
-
-    extras = outcome.to_dict()
-    return GateResult(
-        "smoke",
-        list(outcome.findings),
-        extras={"smoke": extras},
-        seen={"optimizer_steps": outcome.observed_steps},
-        say=outcome.verdict_lines,
-    )
+    return _result("smoke", outcome, {"optimizer_steps": outcome.observed_steps})
 
 
 def resume_result(outcome: ResumeOutcome) -> GateResult:
+    return _result("resume", outcome, {"scenarios": outcome.scenarios_judged})
+
+
+def _result(gate: str, outcome: SmokeOutcome | ResumeOutcome, seen: dict[str, int]) -> GateResult:
     from rentcheck.gates.judge import GateResult
 
-    extras = outcome.to_dict()
     return GateResult(
-        "resume",
+        gate,
         list(outcome.findings),
-        extras={"resume": extras},
-        seen={"scenarios": outcome.scenarios_judged},
+        extras={gate: outcome.to_dict()},
+        seen=seen,
         say=outcome.verdict_lines,
     )
