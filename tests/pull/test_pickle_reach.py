@@ -15,21 +15,28 @@ from rentcheck.pull.formats.pickle_reach import first_reach, runs_nothing
 
 
 class _Watch(pickle.Unpickler):
+    """CPython's C unpickler as pickle.load runs it (no persistent_load, no buffers)."""
+
     reached = False
 
     def find_class(self, module: str, name: str) -> object:
-        type(self).reached = True
+        _Watch.reached = True
         raise pickle.UnpicklingError("no globals here")
 
-    def persistent_load(self, pid: object) -> object:
-        type(self).reached = True
-        raise pickle.UnpicklingError("no persistent ids here")
+
+class _PyWatch(pickle._Unpickler):  # type: ignore[misc,name-defined]
+    """The pure-Python unpickler, as joblib.load runs it."""
+
+    def find_class(self, module: str, name: str) -> object:
+        _Watch.reached = True
+        raise pickle.UnpicklingError("no globals here")
 
 
 def _reaches_for_real(data: bytes) -> bool:
     _Watch.reached = False
-    with contextlib.suppress(Exception):  # any failure of the real unpickler is fine
-        _Watch(io.BytesIO(data)).load()
+    for unpickler in (_Watch, _PyWatch):
+        with contextlib.suppress(Exception):  # any failure of the real unpickler is fine
+            unpickler(io.BytesIO(data)).load()
     return _Watch.reached
 
 
@@ -95,3 +102,34 @@ def test_random_shards_named_like_checkpoints_verify_as_data(tmp_path) -> None: 
     builder.write_manifest(str(root), str(root / "PULL_MANIFEST.json"), None, 1, False)
     result = verify_pull(root)
     assert [(f.code, f.path) for f in result.findings] == []
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_what_the_proof_clears_for_pickle_load_alone_the_c_unpickler_never_reaches(
+    seed: int,
+) -> None:
+    """Names no joblib.load is pointed at (``.bin``, ``.npy``) are read by the C unpickler
+    alone: it looks for an INST's MARK first and refuses a last line without its newline."""
+    cleared = 0
+    for data in _streams(seed + 10, 1500):
+        if runs_nothing(data, complete=True, python=False):
+            cleared += 1
+            _Watch.reached = False
+            with contextlib.suppress(Exception):
+                _Watch(io.BytesIO(data)).load()
+            assert not _Watch.reached, data
+    assert cleared > 750
+
+
+def test_the_pure_python_unpickler_resolves_what_the_c_one_refuses() -> None:
+    # an INST without its MARK, a last line without its newline: joblib.load imports
+    for data in (b"ios\nsystem\n", b"cos\nsys", b"(ios\nsystem"):
+        assert first_reach(data, complete=True) == "reaches"
+        assert first_reach(data, complete=True, python=False) == "fails"
+        assert _reaches_for_real(data)
+    # persistent ids and out-of-band buffers: no loader of a file's first pickle gives them
+    for data in (b"NQ.", b"Pabc\n.", b"]\x97."):
+        assert first_reach(data, complete=True) == "fails"
+        assert not _reaches_for_real(data)
+    # STACK_GLOBAL on two things that cannot be names
+    assert first_reach(b"]}\x93.", complete=True) == "fails"

@@ -28,7 +28,7 @@ from rentcheck.pull.formats.joblib_file import JoblibValidator, joblib_codec
 from rentcheck.pull.formats.legacy import PickleStreamValidator, starts_with_legacy_magic
 from rentcheck.pull.formats.npy import NPY_MAGIC, NpyValidator
 from rentcheck.pull.formats.npz import NpzValidator, looks_like_npz
-from rentcheck.pull.formats.pickle_reach import fails_before_any_import, runs_nothing
+from rentcheck.pull.formats.pickle_reach import first_pickle_is_inert, runs_nothing
 from rentcheck.pull.formats.pickle_safety import GENOPS_ERRORS
 from rentcheck.pull.formats.safetensors import MAX_HEADER_BYTES, SafetensorsValidator
 from rentcheck.pull.formats.text import TextValidator
@@ -47,6 +47,9 @@ __all__ = ["CHECKPOINT_SUFFIXES", "LOADER_SUFFIXES", "Choice", "choose_validator
 CHECKPOINT_SUFFIXES = (".pt", ".pth", ".ckpt", ".bin", ".pkl", ".pickle")
 _MUST_BE_CHECKPOINT = (".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 _PICKLE_SUFFIXES = (".pkl", ".pickle")
+#: Names joblib.load is plausibly pointed at (joblib.dump(model, "m.sav") is common): its
+#: unpickler is CPython's pure-Python one, which resolves more than pickle.load's.
+_JOBLIB_NAMED = (*_PICKLE_SUFFIXES, ".joblib", ".jbl", ".pk", ".p", ".sav")
 _NUMPY_SUFFIXES = (".npy", ".npz")
 #: Names a loader that unpickles is plausibly pointed at: torch.load (``.pt``... and the
 #: ``.th`` of older code; a ``.tar`` is judged by its members), np.load(allow_pickle=True),
@@ -96,7 +99,7 @@ def looks_like_pickle(head: bytes, *, size: int, named: bool = True) -> bool:
     end exactly at the end of the file, so prose that happens to parse is not taken for one.
     """
     if len(head) >= 2 and head[0] == 0x80 and head[1] <= 5:
-        return named or not fails_before_any_import(head, size)
+        return named or not first_pickle_is_inert(head, size, python=False)
     if not head or (head[:1] not in b"(]}c)NIS" and not named):
         return False  # (pickle.load runs whatever opcode comes first)
     count = 0
@@ -180,7 +183,7 @@ def _unproven(what: str) -> _Verdict:
     return _Verdict(Issue(UNPROVEN_LOAD_SAFETY, f"{what}; {ACCEPT_HINT}"))
 
 
-def _loader_runs_nothing(head: bytes, pread: PRead, size: int) -> bool:
+def _loader_runs_nothing(rel: str, head: bytes, pread: PRead, size: int) -> bool:
     """Whether ``pickle.load`` of this file provably fails before it imports or calls anything:
     its opcodes (up to 64 KiB of them) hit a bad byte or the end of the file first. genops
     decodes each argument at least as strictly as CPython's unpickler, so where it fails the
@@ -188,7 +191,8 @@ def _loader_runs_nothing(head: bytes, pread: PRead, size: int) -> bool:
     if not head:
         return True
     window = head if size <= len(head) else pread(0, min(size, _RUNS_NOTHING_WINDOW))
-    return runs_nothing(window, complete=len(window) >= size, size=size)
+    python = suffix_of(rel) in _JOBLIB_NAMED
+    return runs_nothing(window, complete=len(window) >= size, size=size, python=python)
 
 
 class _TarFile(io.RawIOBase):
@@ -326,10 +330,14 @@ def choose_validator(
         if tar_choice.kind != "data" or suffix not in LOADER_SUFFIXES:
             return tar_choice
     if looks_like_pickle(head, size=size, named=suffix in LOADER_SUFFIXES):
-        if suffix not in _MUST_BE_CHECKPOINT and fails_before_any_import(head, size):
+        joblib_named = suffix in _JOBLIB_NAMED
+        if suffix not in _MUST_BE_CHECKPOINT and first_pickle_is_inert(
+            head, size, python=joblib_named
+        ):
             # its first opcodes parse, but pickle.load raises on them before it resolves any
-            # name (a stack underflow at byte 0): nobody loads it and loading it runs nothing,
-            # e.g. a random token shard named .bin
+            # name (a stack underflow at byte 0), or reads a plain value that is not torch's
+            # magic number (then junk): loading it runs nothing, e.g. a random token shard
+            # named .bin. The same judgement whatever the path (pool, inline, thread).
             return Choice("data", None)
         torch_named = suffix in _MUST_BE_CHECKPOINT and suffix not in _PICKLE_SUFFIXES
         if not torch_named and not starts_with_legacy_magic(head):
@@ -342,7 +350,7 @@ def choose_validator(
             size, legacy=True, extra_allowed=allowed, full_pickle=full_pickle
         )
         return Choice("torch-legacy", validator)
-    if suffix in LOADER_SUFFIXES and not _loader_runs_nothing(head, pread, size):
+    if suffix in LOADER_SUFFIXES and not _loader_runs_nothing(rel, head, pread, size):
         what = "its loader would unpickle it, but its first opcodes are no pickle verify reads"
         return Choice("unproven", _unproven(what))
     if suffix in _MUST_BE_CHECKPOINT:
