@@ -191,8 +191,18 @@ class FiniteScanner:
         span.inf += inf
 
     def results(self) -> list[NonFinite]:
-        """Every span with at least one NaN or Inf, in stream order."""
-        return [NonFinite(s.name, s.dtype, s.nan, s.inf) for s in self._spans if s.nan or s.inf]
+        """Every span with at least one NaN or Inf, in stream order; the spans of one tensor
+        (the parts of a storage its views cover) count as one."""
+        found: list[NonFinite] = []
+        for s in self._spans:
+            if not (s.nan or s.inf):
+                continue
+            if found and (found[-1].name, found[-1].dtype) == (s.name, s.dtype):
+                last = found.pop()
+                found.append(NonFinite(s.name, s.dtype, last.nan + s.nan, last.inf + s.inf))
+            else:
+                found.append(NonFinite(s.name, s.dtype, s.nan, s.inf))
+        return found
 
 
 def nonfinite_issues(found: list[NonFinite], *, limit: int = 20) -> list[Issue]:

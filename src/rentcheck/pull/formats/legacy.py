@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import pickletools
+from collections.abc import Mapping
 
 from rentcheck.pull.formats.base import Issue, TensorInfo
 from rentcheck.pull.formats.finite import FiniteScanner, nonfinite_issues, skipped_issue
@@ -120,6 +121,7 @@ class PickleStreamValidator:
         self._done = False  # pickles analysed (or given up)
         self._reports: list[PickleReport] = []
         self._queue: list[StorageRef] = []  # legacy storages in file order
+        self._views: Mapping[str, tuple[tuple[int, int], ...]] = {}  # what tensors cover
         self._index = 0
         self._seg_start = -1  # where the storage section starts; -1 = no storage streaming
         self._phase = "count"  # count | data | end
@@ -231,6 +233,7 @@ class PickleStreamValidator:
             self._malformed("the storage key list does not match the storages the object uses")
             return
         self._queue = [storages[k] for k in keys]
+        self._views = reports[3].views
         if reports[3].persid_sizes - {6}:  # ("storage", type, key, location, numel, view)
             self._issues.append(
                 Issue(
@@ -289,7 +292,12 @@ class PickleStreamValidator:
             )
         self._left = count * ref.itemsize
         if ref.scan_dtype is not None:
-            self._scanner.add_span(at, at + self._left, ref.tensor or ref.key, ref.scan_dtype)
+            # only the bytes some tensor's view covers are values (see storage_views)
+            for start, stop in self._views.get(ref.key, ((0, self._left),)):
+                end = min(stop, self._left)
+                if start < end:
+                    name = ref.tensor or ref.key
+                    self._scanner.add_span(at + start, at + end, name, ref.scan_dtype)
         self._phase = "data"
         if not self._left:
             self._next_storage(at)

@@ -25,6 +25,7 @@ from rentcheck.pull.formats.pickle_allowlist import (
     numpy_dtype_class,
 )
 from rentcheck.pull.formats.pickle_calls import DEVICE, NON_CALLABLE, call_refusal
+from rentcheck.pull.formats.storage_views import StorageViews
 
 __all__ = [
     "LEAF",
@@ -144,13 +145,23 @@ class Obj:
 
 class Tuple:
     """A tuple holding storage references: its items and their refs (a tuple without any is a
-    plain Python tuple)."""
+    plain Python tuple); ``bare``: the storages it holds as such, not as tensors."""
 
-    __slots__ = ("items", "refs")
+    __slots__ = ("bare", "items", "refs")
 
-    def __init__(self, items: tuple[object, ...], refs: list[tuple[str, str]]) -> None:
+    def __init__(
+        self, items: tuple[object, ...], refs: list[tuple[str, str]], bare: frozenset[str]
+    ) -> None:
         self.items = items
         self.refs = refs
+        self.bare = bare
+
+
+def bare_storages(value: object) -> frozenset[str]:
+    """The storages ``value`` holds as storages (a persistent id, or a tuple of them)."""
+    if isinstance(value, Pers):
+        return frozenset() if value.key is None else frozenset((value.key,))
+    return value.bare if isinstance(value, Tuple) else frozenset()
 
 
 class Leaf:
@@ -240,6 +251,7 @@ class Machine:
         self.dtypes: dict[str, tuple[int, str | None]] = {}
         self.bad_views: list[str] = []
         self.persid_sizes: set[int] = set()  # items in each storage persistent id
+        self.views = StorageViews()  # the bytes of each storage some tensor views
         self.nrefs = 0
         self.protocol: int | None = None
 
@@ -293,7 +305,10 @@ class Machine:
             if self.nrefs >= MAX_REFS:
                 break
             self.copy_refs(str(i), self.refs_of(item), refs)
-        return Tuple(tuple(items), refs) if refs else tuple(items)
+        if not refs:
+            return tuple(items)
+        bare = frozenset().union(*(bare_storages(item) for item in items))
+        return Tuple(tuple(items), refs, bare)
 
     def attach(self, target: object, key: object, value: object) -> Obj:
         """Add ``value`` under ``key`` to ``target``; returns the target (a fresh one in place of
@@ -410,7 +425,8 @@ class Machine:
         stride: object,
         view: tuple[int, str | None] | None = None,
     ) -> None:
-        """Flag a tensor whose (offset, size, stride) reaches past its storage's elements."""
+        """Flag a tensor whose (offset, size, stride) reaches past its storage's elements;
+        record the elements it covers (``views``) when the machine can tell which."""
         ref = self.storages.get(key)
         dims, steps = items_of(size), items_of(stride)
         if ref is None or dims is None or steps is None:
@@ -421,15 +437,20 @@ class Machine:
         ints = [int(v) for v in values]  # type: ignore[call-overload]
         off, dims_i, steps_i = ints[0], ints[1 : 1 + len(dims)], ints[1 + len(dims) :]
         if any(d == 0 for d in dims_i):
+            self.views.viewed(key, 0, dims_i, steps_i, 1)  # no element: nothing covered
             return
-        elements = ref.numel
+        elements, element = ref.numel, ref.itemsize
         if view is not None:  # v3: the tensor's own element size over the storage's bytes
-            elements = ref.numel * ref.itemsize // max(view[0], 1)
+            element = max(view[0], 1)
+            elements = ref.numel * ref.itemsize // element
         elif ref.storage_type.endswith("UntypedStorage"):
-            elements //= max(self.dtypes.get(key, (1, None))[0], 1)
+            element = max(self.dtypes.get(key, (0, None))[0], 0)
+            elements //= max(element, 1)
         last = off + sum((d - 1) * st for d, st in zip(dims_i, steps_i, strict=True))
         if off < 0 or any(v < 0 for v in (*dims_i, *steps_i)) or last >= elements:
             self.bad_views.append(key)
+        elif element:  # an untyped storage no v3 rebuild gave a dtype: scanned whole
+            self.views.viewed(key, off, dims_i, steps_i, element)
 
     def persid(self, pid: object) -> None:
         items = items_of(pid) or ()
@@ -455,6 +476,9 @@ class Machine:
         if key not in self.storages:
             loc = location if isinstance(location, str) else "?"
             self.storages[key] = StorageRef(key, stype.name, numel, loc, itemsize, scan, "")
+        self.views.named(key)
+        if len(items) > 5 and kind_of(items[5]) != "none":
+            self.views.whole({key})  # a legacy storage view (offset, size): read whole
         self.push(Pers(key))
 
 
@@ -504,7 +528,9 @@ def _put(m: Machine, name: str, arg: object) -> None:
 def _get(m: Machine, name: str, arg: object) -> None:
     if not isinstance(arg, int) or arg not in m.memo:
         raise Malformed(f"memo {arg!r} read before it was written")
-    m.push(m.memo[arg])
+    value = m.memo[arg]
+    m.views.whole(bare_storages(value))  # a second copy of a storage: no longer a view's only
+    m.push(value)
 
 
 def _mark(m: Machine, name: str, arg: object) -> None:
@@ -663,6 +689,7 @@ def _pop(m: Machine, name: str, arg: object) -> None:
 
 
 def _dup(m: Machine, name: str, arg: object) -> None:
+    m.views.whole(bare_storages(m.top()))
     m.push(m.top())
 
 

@@ -17,8 +17,9 @@ import struct
 import time
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from rentcheck.pull.formats.finite import FLOAT_SPECS
 from rentcheck.pull.formats.pickle_allowlist import ALLOWED_GLOBALS, normalize_global
 from rentcheck.pull.formats.pickle_machine import (
     LEAF,
@@ -56,6 +57,9 @@ class PickleReport:
     ops: int = 0  # opcodes analysed
     tensor_paths: frozenset[str] = frozenset()  # dotted path of every tensor in the object
     persid_sizes: frozenset[int] = frozenset()  # items of the persistent ids (zip: 5, legacy: 6)
+    #: storage key -> the byte ranges its tensors' views cover (only storages that are read
+    #: through views alone; any other storage is scanned whole)
+    views: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
 
 def _unsafe_opcode(m: Machine, name: str, arg: object) -> None:
@@ -165,7 +169,21 @@ def report_of(m: Machine, *, end: int, malformed: str | None, ops: int) -> Pickl
         ops=ops,
         tensor_paths=paths,
         persid_sizes=frozenset(m.persid_sizes),
+        views=_views(m, storages),
     )
+
+
+def _views(
+    m: Machine, storages: Mapping[str, StorageRef]
+) -> dict[str, tuple[tuple[int, int], ...]]:
+    """The byte ranges of each float storage its views cover, where only views read it."""
+    out = {}
+    for key, ref in storages.items():
+        if ref.scan_dtype is not None:
+            spans = m.views.spans(key, FLOAT_SPECS[ref.scan_dtype].itemsize)
+            if spans is not None:
+                out[key] = spans
+    return out
 
 
 def _finish_storages(m: Machine) -> dict[str, StorageRef]:

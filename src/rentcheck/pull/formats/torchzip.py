@@ -342,7 +342,12 @@ class TorchZipValidator:
         self._floats = True
         if not self._big_endian:
             name = ref.tensor or f"storage {ref.key}"
-            self._scanner.add_span(self._pos, self._pos + rec.csize, name, ref.scan_dtype)
+            # only the bytes some tensor's view covers are values (torch.save(t[:2]) writes
+            # t's whole storage); a storage read other than through views is scanned whole
+            for start, stop in self._report.views.get(ref.key, ((0, rec.csize),)):
+                end = min(stop, rec.csize)
+                if start < end:
+                    self._scanner.add_span(self._pos + start, self._pos + end, name, ref.scan_dtype)
 
     def _end_data(self, rec: ZipRecord) -> None:
         self._seen[rec.name] = self._crc
