@@ -268,3 +268,39 @@ def test_a_safetensors_shape_the_reader_overflows_on_is_refused(
     with pytest.raises(Exception, match=r"overflow|invalid"):
         load_file(path)
     assert "RC511" in _errors(path), verify_file(path)[1]
+
+
+def test_a_record_with_the_dos_directory_attribute_is_refused(tmp_path: Path) -> None:
+    """miniz calls an entry whose external attributes carry 0x10 a directory and extracts
+    nothing from it; Python's zipfile reads its bytes (found by the fuzzer: case-24.pt)."""
+    import struct
+
+    data = bytearray(_rezip(_torch_records()))
+    at = data.index(b"PK\x01\x02")
+    while True:  # the central entry of the version record
+        name_len = struct.unpack_from("<H", data, at + 28)[0]
+        if data[at + 46 : at + 46 + name_len].endswith(b"/version"):
+            break
+        at = data.index(b"PK\x01\x02", at + 46)
+    data[at + 38] |= 0x10
+    path = tmp_path / "m.pt"
+    path.write_bytes(bytes(data))
+    with zipfile.ZipFile(path) as z:
+        assert z.read(next(n for n in z.namelist() if n.endswith("/version")))  # zipfile reads it
+    with pytest.raises(Exception):  # noqa: B017 - torch's own error, whatever its type
+        torch.load(path, weights_only=True)
+    assert "RC512" in _errors(path), verify_file(path)[1]
+
+
+def test_a_view_whose_size_holds_a_string_is_refused(tmp_path: Path) -> None:
+    """tensor.set_ fails on a size that is not a tuple of ints (found by the fuzzer in a
+    legacy file: case-23.bin); torch.save writes an int and two tuples of ints."""
+    records = _torch_records()
+    key = next(n for n in records if n.endswith("data.pkl"))
+    assert b"K\x00K\x03\x85" in records[key]
+    records[key] = records[key].replace(b"K\x00K\x03\x85", b"K\x00X\x01\x00\x00\x00a\x85", 1)
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    with pytest.raises(TypeError):
+        torch.load(path, weights_only=True)
+    assert "RC530" in _errors(path), verify_file(path)[1]

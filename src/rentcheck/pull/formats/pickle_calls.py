@@ -106,7 +106,7 @@ def call_refusal(func: str, args: list[Kind], strings: list[str | None]) -> str 
             container = kind.startswith(("empty:", "full:"))
             if kind in _SCALARS or (container and kind_name(kind) not in ("list", "torch.Size")):
                 return f"'{func}' given {kind_name(kind)} as the {what}, not a tuple"
-        if n >= 5 and args[4] not in ("bool", ""):
+        if n >= 5 and args[4] != "bool":  # torch.save writes NEWFALSE/NEWTRUE
             return f"'{func}' given {kind_name(args[4])} as requires_grad, not a bool"
     if func == "torch.device":
         if n == 0:

@@ -429,11 +429,22 @@ class Machine:
         record the elements it covers (``views``) when the machine can tell which."""
         ref = self.storages.get(key)
         dims, steps = items_of(size), items_of(stride)
-        if ref is None or dims is None or steps is None:
+        if (
+            dims is None
+            or steps is None
+            or len(dims) != len(steps)
+            or not all(type(v) is int for v in (offset, *dims, *steps))
+        ):
+            # torch.save writes an int and two tuples of ints: anything else either fails in
+            # tensor.set_ ("invalid combination of arguments") or is a view verify cannot read
+            self.refuse(
+                "a tensor's view is not an offset and two equally long tuples of ints (what "
+                "torch.save writes); tensor.set_ fails on it, or its reach cannot be proved"
+            )
+            return
+        if ref is None:
             return
         values = (offset, *dims, *steps)
-        if len(dims) != len(steps) or not all(type(v) is int for v in values):
-            return
         ints = [int(v) for v in values]  # type: ignore[call-overload]
         off, dims_i, steps_i = ints[0], ints[1 : 1 + len(dims)], ints[1 + len(dims) :]
         if any(d == 0 for d in dims_i):

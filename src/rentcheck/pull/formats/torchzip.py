@@ -307,6 +307,11 @@ class TorchZipValidator:
         self._local_zip64 = has_zip64_extra(bytes(self._buf[30 + name_len :]))
         if (flags | rec.flags) & 0x41:  # miniz: "unsupported encryption"
             self._corrupt(f"record {rec.name!r} is marked encrypted (torch cannot read it)")
+        if rec.directory:  # torch.save never writes one; miniz extracts nothing from it
+            self._corrupt(
+                f"record {rec.name!r} is marked as a directory: torch's zip reader (miniz) "
+                "reads it as empty, Python's zipfile reads its bytes"
+            )
         if name.decode("utf-8", "replace") != rec.name and name.decode("cp437") != rec.name:
             self._corrupt(f"local header at {rec.header_offset} names {name!r}, not {rec.name!r}")
         deflated = self._torchscript and method == rec.method == 8  # jit.save deflates code

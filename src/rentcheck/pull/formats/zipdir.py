@@ -52,6 +52,9 @@ class ZipRecord:
     method: int
     flags: int
     zip64: bool
+    #: miniz calls it a directory (a name ending in '/', or the DOS directory attribute) and
+    #: extracts nothing from it, whatever its sizes say; Python's zipfile reads its bytes
+    directory: bool = False
 
 
 def _zip64_extra(extra: bytes, wanted: list[str]) -> dict[str, int]:
@@ -179,7 +182,10 @@ def _parse_entries(cd: bytes, n: int, cd_off: int) -> list[ZipRecord]:
         if offset >= cd_off:
             raise FormatError(f"entry {k} points past the start of the central directory")
         name = _decode(body[:name_len], flags)
-        records.append(ZipRecord(name, offset, csize, usize, crc, method, flags, bool(wanted)))
+        directory = body[name_len - 1 : name_len] == b"/" or bool(f[15] & 0x10)
+        records.append(
+            ZipRecord(name, offset, csize, usize, crc, method, flags, bool(wanted), directory)
+        )
         i += _CDH.size + name_len + extra_len + comment_len
     if i != len(cd):
         raise FormatError(f"{len(cd) - i} unexplained bytes at the end of the central directory")
