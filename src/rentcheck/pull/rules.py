@@ -319,7 +319,11 @@ PULL_RULES: tuple[Rule, ...] = (
         example_good="GLOBAL 'torch._utils _rebuild_tensor_v2'",
         fix=(
             "Do not load the file. Save tensors with safetensors or a plain state_dict; allow "
-            "an extra global only after reading what it does."
+            "an extra global only after reading what it does. A framework's own checkpoint "
+            "needs its preset, which the message names: `[tool.rentcheck.verify] presets = "
+            '["omegaconf"]` (an OmegaConf/Hydra DictConfig in Lightning hyperparameters), '
+            "also hf-trainer, accelerate, lightning, numpy-rng; a class of your own: "
+            "`--allow-global mypkg.Config` or `allow_globals`."
         ),
         family="pull",
         default_severity=Severity.ERROR,

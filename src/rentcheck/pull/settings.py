@@ -10,7 +10,9 @@ verify keys:
 * ``deep``: also load each checkpoint with torch (weights_only) / safetensors;
 * ``allow_globals``: extra pickle globals to accept, e.g. ``["mypkg.config.TrainConfig"]``;
 * ``presets``: named allow-lists of exactly what a framework writes: ``hf-trainer``,
-  ``accelerate``, ``lightning``, ``numpy-rng`` (see ``formats/policy.py``);
+  ``accelerate``, ``lightning``, ``numpy-rng``, ``omegaconf`` (an OmegaConf/Hydra
+  ``DictConfig``/``ListConfig``, as Lightning saves a Hydra run's hyperparameters; see
+  ``formats/policy.py`` and docs/verify-formats.md);
 * ``file_policies``: per-file policies by glob, e.g.
   ``{"**/training_args.bin" = {full_pickle = true, allow_globals = [...]}}`` (keys
   ``allow_globals``, ``presets``, ``full_pickle``);
