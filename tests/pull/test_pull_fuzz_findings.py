@@ -304,3 +304,48 @@ def test_a_view_whose_size_holds_a_string_is_refused(tmp_path: Path) -> None:
     with pytest.raises(TypeError):
         torch.load(path, weights_only=True)
     assert "RC530" in _errors(path), verify_file(path)[1]
+
+
+@pytest.mark.parametrize("key", [b"]\x85", b"]\x85\x85", b"N)\x86"], ids=["list", "nested", "ok"])
+def test_a_dict_key_holding_a_list_at_any_depth_is_one_torch_refuses(
+    tmp_path: Path, key: bytes
+) -> None:
+    """Hashing a tuple hashes its items: ``([],)`` as a key raises in torch's SETITEMS (found
+    by the fuzzer in a legacy file: case-25.bin, a rebuild's arguments as a key)."""
+    records = _torch_records()
+    name = next(n for n in records if n.endswith("data.pkl"))
+    assert b"X\x01\x00\x00\x00w" in records[name]
+    records[name] = records[name].replace(b"X\x01\x00\x00\x00w", key, 1)
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    if key == b"N)\x86":  # (None, ()) hashes: torch loads it, verify passes it
+        torch.load(path, weights_only=True)
+        assert not _errors(path), verify_file(path)[1]
+        return
+    with pytest.raises(TypeError, match="unhashable"):
+        torch.load(path, weights_only=True)
+    assert "RC530" in _errors(path), verify_file(path)[1]
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (b"cbuiltins\nbytearray\n(K\x01K\x02K\x03K\x04tR", "at most 3 arguments"),
+        (b"cbuiltins\nbytearray\nX\x01\x00\x00\x00a\x85R", "without an encoding"),
+        (b"cbuiltins\ncomplex\nN\x85R", "must be a string or a number"),
+    ],
+    ids=["bytearray-arity", "bytearray-str", "complex-none"],
+)
+def test_an_allowed_builtin_called_as_it_never_is_pickled_is_refused(
+    tmp_path: Path, call: bytes, error: str
+) -> None:
+    """torch's weights_only unpickler really calls an allow-listed builtin; these calls raise
+    (the first found by the fuzzer: case-26.pt)."""
+    records = _torch_records()
+    name = next(n for n in records if n.endswith("data.pkl"))
+    records[name] = b"\x80\x02}X\x01\x00\x00\x00k" + call + b"s."
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    with pytest.raises(TypeError, match=error):
+        torch.load(path, weights_only=True)
+    assert "RC530" in _errors(path), verify_file(path)[1]

@@ -52,6 +52,13 @@ _ARITY: dict[str, tuple[int, int]] = {
         "_rebuild_tensor_v3": (7, 8),
         "_rebuild_wrapper_subclass": (8, 8),
     }.items()
+} | {
+    "builtins.bytearray": (0, 3),
+    "builtins.complex": (0, 2),
+    "_codecs.encode": (1, 3),
+    "torch.device": (1, 2),
+    "torch._tensor._rebuild_from_type_v2": (4, 4),
+    "torch.serialization._get_layout": (1, 1),
 }
 _NOT_INT = ("str", "none", "float", "bytes", "tuple")
 
@@ -108,6 +115,14 @@ def call_refusal(func: str, args: list[Kind], strings: list[str | None]) -> str 
                 return f"'{func}' given {kind_name(kind)} as the {what}, not a tuple"
         if n >= 5 and args[4] != "bool":  # torch.save writes NEWFALSE/NEWTRUE
             return f"'{func}' given {kind_name(args[4])} as requires_grad, not a bool"
+    # pickle writes bytearray(str, 'latin-1') (protocol 2) or bytearray(bytes); a str without
+    # an encoding, None or a float raise
+    if func == "builtins.bytearray" and (first in ("none", "float") or (first == "str" and n < 2)):
+        return f"'builtins.bytearray' cannot be built from {kind_name(first)} alone"
+    if func == "builtins.complex" and n and first in ("none", "bytes", "tuple"):
+        return f"'builtins.complex' cannot be built from {kind_name(first)}"
+    if func == "_codecs.encode" and first not in ("str", ""):
+        return f"'_codecs.encode' encodes a str, not {kind_name(first)}"
     if func == "torch.device":
         if n == 0:
             return "'torch.device' needs a device"

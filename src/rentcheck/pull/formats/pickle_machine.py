@@ -252,6 +252,7 @@ class Machine:
         self.bad_views: list[str] = []
         self.persid_sizes: set[int] = set()  # items in each storage persistent id
         self.views = StorageViews()  # the bytes of each storage some tensor views
+        self.hashing: dict[int, tuple[object, bool]] = {}  # tuple id -> (it, unhashable)
         self.nrefs = 0
         self.protocol: int | None = None
 
@@ -627,12 +628,45 @@ def _add(m: Machine, name: str, arg: object) -> None:
         target = m.attach(target, key, value)
 
 
-_UNHASHABLE = ("builtins.list", "builtins.dict", "builtins.set")
+_UNHASHABLE = (
+    "builtins.list",
+    "builtins.dict",
+    "builtins.set",
+    "builtins.bytearray",
+    "collections.OrderedDict",
+    "collections.Counter",
+)
 
 
 def _check_key(m: Machine, key: object) -> None:
-    if kind_of(key).endswith(_UNHASHABLE):
-        m.refuse("a dict key that is a list, dict or set (unhashable)")
+    if _unhashable(m, key):
+        m.refuse("a dict key that is or holds a list, dict or set (unhashable)")
+
+
+def _unhashable(m: Machine, key: object) -> bool:
+    """Whether hashing ``key`` raises: an unhashable container, or a tuple holding one at any
+    depth. Each tuple is judged once per pickle (``m.hashing``), so keys that share deep
+    tuples cost their size once, not once per key."""
+    if items_of(key) is None:
+        return kind_of(key).endswith(_UNHASHABLE)
+    todo: list[tuple[object, bool]] = [(key, False)]
+    while todo:
+        node, children_done = todo.pop()
+        items = items_of(node) or ()
+        if children_done:
+            m.hashing[id(node)] = (node, any(_judged(m, item) for item in items))
+        elif id(node) not in m.hashing:
+            todo.append((node, True))
+            todo += [
+                (i, False) for i in items if items_of(i) is not None and id(i) not in m.hashing
+            ]
+    return m.hashing[id(key)][1]
+
+
+def _judged(m: Machine, item: object) -> bool:
+    if items_of(item) is None:
+        return kind_of(item).endswith(_UNHASHABLE)
+    return m.hashing[id(item)][1]
 
 
 def _global(m: Machine, name: str, arg: object) -> None:
