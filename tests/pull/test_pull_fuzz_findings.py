@@ -349,3 +349,31 @@ def test_an_allowed_builtin_called_as_it_never_is_pickled_is_refused(
     with pytest.raises(TypeError, match=error):
         torch.load(path, weights_only=True)
     assert "RC530" in _errors(path), verify_file(path)[1]
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        b"torch\nFloatStorage\n",
+        b"torch\nBFloat16Storage\n",
+        b"torch\nTensor\n",
+        b"torch.nn.parameter\nParameter\n",
+        b"torch\nUntypedStorage\n",
+        b"torch.storage\nUntypedStorage\n",
+    ],
+    ids=lambda t: t.decode().replace("\n", " ").strip(),
+)
+def test_a_rebuild_retargeted_to_an_allowed_class_torch_never_calls_is_refused(
+    tmp_path: Path, target: bytes
+) -> None:
+    """torch's allow-list holds the typed storages as placeholders that cannot be called,
+    and classes torch.save never calls; ``torch.UntypedStorage`` is no allowed spelling
+    (only ``torch.storage.UntypedStorage``)."""
+    records = _torch_records()
+    name = next(n for n in records if n.endswith("data.pkl"))
+    records[name] = records[name].replace(b"torch._utils\n_rebuild_tensor_v2\n", target, 1)
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    with pytest.raises(Exception):  # noqa: B017 - torch's own error, whatever its type
+        torch.load(path, weights_only=True)
+    assert _errors(path) & {"RC530", "RC514"}, verify_file(path)[1]

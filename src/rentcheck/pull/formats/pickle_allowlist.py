@@ -82,8 +82,8 @@ _STORAGE_CLASSES: dict[str, str] = {
 STORAGE_DTYPES: dict[str, str] = {
     **{f"torch.{cls}": dt for cls, dt in _STORAGE_CLASSES.items()},
     **{f"torch.cuda.{cls}": dt for cls, dt in _STORAGE_CLASSES.items() if "Q" not in cls},
+    # torch.save names it by its module; weights_only allows only that spelling of the class
     "torch.storage.UntypedStorage": "uint8",
-    "torch.UntypedStorage": "uint8",
 }
 
 REBUILD_FUNCTIONS: frozenset[str] = frozenset(

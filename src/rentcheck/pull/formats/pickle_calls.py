@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import re
 
-from rentcheck.pull.formats.pickle_allowlist import TORCH_DTYPES
+from rentcheck.pull.formats.pickle_allowlist import ALLOWED_GLOBALS, STORAGE_DTYPES, TORCH_DTYPES
 
-__all__ = ["DEVICE", "NON_CALLABLE", "Kind", "call_refusal", "kind_name"]
+__all__ = ["DEVICE", "NEVER_CALLED", "NON_CALLABLE", "Kind", "call_refusal", "kind_name"]
 
-#: Allow-listed globals that are values, not callables (dtypes, quantization schemes).
+#: Allow-listed globals that are values, not callables, in torch's allow-list: dtypes,
+#: quantization schemes, and the typed storage classes (placeholders there: "'StorageType'
+#: object is not callable").
 NON_CALLABLE: frozenset[str] = frozenset(
     {f"torch.{name}" for name in TORCH_DTYPES}
+    | {name for name in STORAGE_DTYPES if name != "torch.storage.UntypedStorage"}
     | {
         "torch.per_tensor_affine",
         "torch.per_channel_affine",
@@ -26,6 +29,16 @@ NON_CALLABLE: frozenset[str] = frozenset(
         "torch.per_channel_symmetric",
         "torch.per_channel_affine_float_qparams",
     }
+)
+#: Allow-listed classes torch.save never calls with REDUCE (they travel as arguments of the
+#: rebuild helpers, or as persistent ids): torch's call of one with a file's arguments is not
+#: proved to succeed (``torch.Tensor(t, ...)``, ``Parameter(*six)`` raise), so it is refused.
+NEVER_CALLED: frozenset[str] = frozenset(
+    name
+    for name in ALLOWED_GLOBALS
+    if name.endswith("Tensor")
+    or name in ("torch.nn.parameter.Parameter", "torch.storage.TypedStorage")
+    or name == "torch.storage.UntypedStorage"
 )
 
 # Kinds: "int", "str", "none", "bool", "float", "bytes", "empty:<type>", "full:<type>",
@@ -78,6 +91,8 @@ def call_refusal(func: str, args: list[Kind], strings: list[str | None]) -> str 
     """
     if func in NON_CALLABLE:
         return f"'{func}' is a value, not a callable"
+    if func in NEVER_CALLED:
+        return f"'{func}' is called, which torch.save never writes (its arguments are not proved)"
     n = len(args)
     first = args[0] if args else ""
     if func in ("collections.OrderedDict", "collections.Counter"):
