@@ -377,3 +377,43 @@ def test_a_rebuild_retargeted_to_an_allowed_class_torch_never_calls_is_refused(
     with pytest.raises(Exception):  # noqa: B017 - torch's own error, whatever its type
         torch.load(path, weights_only=True)
     assert _errors(path) & {"RC530", "RC514"}, verify_file(path)[1]
+
+
+@pytest.mark.parametrize(
+    ("call", "op"),
+    [
+        (b"cbuiltins\ncomplex\nX\x03\x00\x00\x00cpu\x85", b"R"),
+        (b"ccollections\nOrderedDict\nK\x02\x85\x85", b"R"),
+        (b"ctorch._utils\n_rebuild_sparse_tensor\nG?\xf8\x00\x00\x00\x00\x00\x00K\x02\x86", b"R"),
+        (b"ctorch\ndevice\nK\x01\x85", b"R"),
+        (b"ctorch.serialization\n_get_layout\nX\x03\x00\x00\x00cpu\x85", b"R"),
+        (b"ctorch\nTensor\n}\x85", b"\x81"),
+        (b"ctorch.storage\nUntypedStorage\nN\x85", b"\x81"),
+        (b"ctorch.sparse\nFloatTensor\n]\x85", b"\x81"),
+    ],
+    ids=[
+        "complex-str",
+        "odict-ints",
+        "sparse-float",
+        "device-index",
+        "layout-cpu",
+        "newobj-tensor",
+        "newobj-storage",
+        "newobj-sparse",
+    ],
+)
+def test_a_call_of_an_allowed_global_torch_save_never_writes_is_refused(
+    tmp_path: Path, call: bytes, op: bytes
+) -> None:
+    """What a sweep of every allow-listed global, called by REDUCE and NEWOBJ with eight
+    argument shapes, found verify passing and weights_only refusing: verify now accepts only
+    the calls pickle and torch.save write (complex of numbers, OrderedDict() or of a mapping,
+    a layout by its name, a device by its name, no NEWOBJ of torch's own classes)."""
+    records = _torch_records()
+    name = next(n for n in records if n.endswith("data.pkl"))
+    records[name] = b"\x80\x02}X\x01\x00\x00\x00k" + call + op + b"s."
+    path = tmp_path / "m.pt"
+    path.write_bytes(_rezip(records))
+    with pytest.raises(Exception):  # noqa: B017 - torch's own error, whatever its type
+        torch.load(path, weights_only=True)
+    assert "RC530" in _errors(path), verify_file(path)[1]

@@ -30,6 +30,12 @@ NON_CALLABLE: frozenset[str] = frozenset(
         "torch.per_channel_affine_float_qparams",
     }
 )
+#: The names ``torch.serialization._get_layout`` finds (``str`` of each ``torch.layout``).
+LAYOUTS = frozenset(
+    f"torch.{name}"
+    for name in ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc",
+                 "_mkldnn", "jagged")
+)  # fmt: skip
 #: Allow-listed classes torch.save never calls with REDUCE (they travel as arguments of the
 #: rebuild helpers, or as persistent ids): torch's call of one with a file's arguments is not
 #: proved to succeed (``torch.Tensor(t, ...)``, ``Parameter(*six)`` raise), so it is refused.
@@ -96,18 +102,13 @@ def call_refusal(func: str, args: list[Kind], strings: list[str | None]) -> str 
     n = len(args)
     first = args[0] if args else ""
     if func in ("collections.OrderedDict", "collections.Counter"):
+        # pickle writes OrderedDict() then its items, Counter(dict): a mapping or nothing
         if n > 1:
             return f"'{func}' takes at most one argument, not {n}"
-        if n == 0 or first == "":
-            return None
-        if func.endswith("Counter") and (first == "none" or _iterable(first)):
-            return None
         mapping = first.endswith(("builtins.dict", "OrderedDict", "Counter"))
-        if mapping or first in ("tuple",) or first.startswith("empty:"):
+        if n == 0 or mapping or first.startswith("empty:"):
             return None
-        if first.startswith("full:"):
-            return None  # a filled list or set of pairs may be fine
-        return f"'{func}' cannot be built from {kind_name(first)}"
+        return f"'{func}' built from {kind_name(first)}, not a mapping (not proved to succeed)"
     if func in ("torch.Size", "builtins.set"):
         if n > 1:
             return f"'{func}' takes at most one argument, not {n}"
@@ -134,8 +135,13 @@ def call_refusal(func: str, args: list[Kind], strings: list[str | None]) -> str 
     # an encoding, None or a float raise
     if func == "builtins.bytearray" and (first in ("none", "float") or (first == "str" and n < 2)):
         return f"'builtins.bytearray' cannot be built from {kind_name(first)} alone"
-    if func == "builtins.complex" and n and first in ("none", "bytes", "tuple"):
-        return f"'builtins.complex' cannot be built from {kind_name(first)}"
+    if func == "builtins.complex" and any(k not in ("int", "float", "bool") for k in args):
+        # pickle writes complex(real, imag) with two floats
+        return "'builtins.complex' given something other than numbers"
+    if func == "torch.serialization._get_layout" and (first != "str" or strings[0] not in LAYOUTS):
+        return "'torch.serialization._get_layout' given no layout name torch knows"
+    if func == "torch._utils._rebuild_sparse_tensor" and first != "full:torch.layout":
+        return f"'{func}' given {kind_name(first)} where a layout goes"
     if func == "_codecs.encode" and first not in ("str", ""):
         return f"'_codecs.encode' encodes a str, not {kind_name(first)}"
     if func == "torch.device":
@@ -144,6 +150,7 @@ def call_refusal(func: str, args: list[Kind], strings: list[str | None]) -> str 
         value = strings[0] if strings else None
         if first == "str" and value is not None and not DEVICE.fullmatch(value):
             return f"'torch.device' does not know the device {value[:40]!r}"
-        if first not in ("str", "int", ""):
-            return f"'torch.device' cannot be built from {kind_name(first)}"
+        if first != "str" or (n > 1 and args[1] != "int"):
+            # pickle writes torch.device('cpu') or ('cuda', 0); a bare index needs a GPU
+            return f"'torch.device' built from {kind_name(first)}, not a device name"
     return None

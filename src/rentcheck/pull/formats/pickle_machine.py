@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from rentcheck.pull.formats.pickle_allowlist import (
+    ALLOWED_GLOBALS,
     REBUILD_FUNCTIONS,
     STORAGE_DTYPES,
     TORCH_DTYPES,
@@ -374,6 +375,10 @@ class Machine:
             raise Malformed(self.capped)
         if opname == "NEWOBJ" and (func.name in REBUILD_FUNCTIONS or func.name in NON_CALLABLE):
             self.refuse(f"NEWOBJ on '{func.name}', which is not a class")
+        elif opname == "NEWOBJ" and func.name in ALLOWED_GLOBALS:
+            # torch.save reduces torch's own classes with REDUCE; torch's NEWOBJ runs
+            # cls.__new__(cls, *args) with whatever the file gives (torch.Tensor(dict) raises)
+            self.refuse(f"NEWOBJ on '{func.name}', which torch.save never writes")
         elif opname != "NEWOBJ" and func.name in self.allowed:
             why = call_refusal(
                 func.name,
