@@ -204,6 +204,9 @@ def _stack_effect(
     no MARK, a memo key never put, a PUT with nothing to put)."""
     before, after = op.stack_before, list[object](op.stack_after)
     mark = pickletools.markobject
+    if op.name == "POP" and stack and stack[-1] is mark:
+        stack.pop()  # both unpicklers: POP on a MARK drops the MARK (pickletools' dis too)
+        return True
     if mark in before or (before and before[-1] is pickletools.stackslice):
         if mark not in stack:
             return False
