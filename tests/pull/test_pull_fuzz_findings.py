@@ -417,3 +417,18 @@ def test_a_call_of_an_allowed_global_torch_save_never_writes_is_refused(
     with pytest.raises(Exception):  # noqa: B017 - torch's own error, whatever its type
         torch.load(path, weights_only=True)
     assert "RC530" in _errors(path), verify_file(path)[1]
+
+
+def test_a_legacy_key_list_without_its_appends_is_refused(tmp_path: Path) -> None:
+    """The storage keys pickle is run, not its strings collected: without APPENDS it is the
+    last key, a str torch iterates by character (found by the fuzzer: case-28.bin)."""
+    buf = io.BytesIO()
+    torch.save({"a": torch.ones(2), "b": torch.zeros(3)}, buf, _use_new_zipfile_serialization=False)
+    data = buf.getvalue()
+    keys_at = data.rindex(b"\x80\x02]")  # the fifth pickle: the storage keys
+    end = data.index(b"e.", keys_at)
+    path = tmp_path / "m.pt"
+    path.write_bytes(data[:end] + data[end + 1 :])  # drop APPENDS
+    with pytest.raises(AssertionError, match="not found in deserialized_objects"):
+        torch.load(path, weights_only=True)
+    assert "RC513" in _errors(path), verify_file(path)[1]

@@ -73,25 +73,39 @@ def starts_with_legacy_magic(head: bytes) -> bool:
 
 
 def _string_list(data: bytes, start: int) -> list[str] | None:
-    """The strings of a pickled ``list[str]`` (the legacy storage keys), or None."""
-    allowed = {
-        "PROTO",
-        "FRAME",
-        "EMPTY_LIST",
-        "MARK",
-        "APPENDS",
-        "APPEND",
-        "STOP",
-        "MEMOIZE",
-        "BINPUT",
-        "LONG_BINPUT",
-        "BINUNICODE",
-        "SHORT_BINUNICODE",
-    }
+    """The strings of a pickled ``list[str]`` (the legacy storage keys), or None when the
+    pickle's value is anything else. Its stack is run, not its strings collected: without
+    its APPENDS, STOP returns the last key (a str, whose characters torch then looks up)."""
     ops = _ops(data, start)
-    if ops is None or any(name not in allowed for name, _ in ops):
+    if ops is None:
         return None
-    return [arg for _, arg in ops if isinstance(arg, str)]
+    stack: list[object] = []
+    marks: list[int] = []
+    for name, arg in ops:
+        floor = marks[-1] if marks else 0
+        if name in ("PROTO", "FRAME"):
+            continue
+        if name == "EMPTY_LIST":
+            stack.append([])
+        elif name == "MARK":
+            marks.append(len(stack))
+        elif name in ("BINUNICODE", "SHORT_BINUNICODE") and isinstance(arg, str):
+            stack.append(arg)
+        elif name in ("BINPUT", "LONG_BINPUT", "MEMOIZE") and len(stack) > floor:
+            continue
+        elif name == "APPEND" and len(stack) >= floor + 2 and isinstance(stack[-2], list):
+            stack[-2].append(stack.pop())
+        elif name == "APPENDS" and marks and marks[-1] >= 1 and isinstance(stack[floor - 1], list):
+            items = stack[floor:]
+            del stack[floor:]
+            marks.pop()
+            stack[-1].extend(items)  # type: ignore[attr-defined]
+        elif name == "STOP" and not marks and len(stack) == 1 and isinstance(stack[0], list):
+            keys = stack[0]
+            return keys if all(isinstance(k, str) for k in keys) else None
+        else:
+            return None
+    return None
 
 
 class PickleStreamValidator:

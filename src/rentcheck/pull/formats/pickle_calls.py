@@ -14,7 +14,15 @@ import re
 
 from rentcheck.pull.formats.pickle_allowlist import ALLOWED_GLOBALS, STORAGE_DTYPES, TORCH_DTYPES
 
-__all__ = ["DEVICE", "NEVER_CALLED", "NON_CALLABLE", "Kind", "call_refusal", "kind_name"]
+__all__ = [
+    "DEVICE",
+    "NEVER_CALLED",
+    "NEW_WITHOUT_ARGS",
+    "NON_CALLABLE",
+    "Kind",
+    "call_refusal",
+    "kind_name",
+]
 
 #: Allow-listed globals that are values, not callables, in torch's allow-list: dtypes,
 #: quantization schemes, and the typed storage classes (placeholders there: "'StorageType'
@@ -28,6 +36,22 @@ NON_CALLABLE: frozenset[str] = frozenset(
         "torch.per_tensor_symmetric",
         "torch.per_channel_symmetric",
         "torch.per_channel_affine_float_qparams",
+    }
+)
+#: Allow-listed classes whose ``cls.__new__(cls)`` (torch's NEWOBJ with no arguments) succeeds
+#: on any machine (a CUDA tensor type needs a GPU): read from torch 2.13 by trying each.
+NEW_WITHOUT_ARGS: frozenset[str] = frozenset(
+    {n for n in ALLOWED_GLOBALS if n.endswith("Tensor") and not n.startswith("torch.cuda.")}
+    | {
+        "builtins.bytearray",
+        "builtins.complex",
+        "builtins.set",
+        "collections.Counter",
+        "collections.OrderedDict",
+        "torch.Size",
+        "torch.nn.parameter.Parameter",
+        "torch.storage.TypedStorage",
+        "torch.storage.UntypedStorage",
     }
 )
 #: The names ``torch.serialization._get_layout`` finds (``str`` of each ``torch.layout``).

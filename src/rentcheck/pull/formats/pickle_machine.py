@@ -25,7 +25,12 @@ from rentcheck.pull.formats.pickle_allowlist import (
     normalize_global,
     numpy_dtype_class,
 )
-from rentcheck.pull.formats.pickle_calls import DEVICE, NON_CALLABLE, call_refusal
+from rentcheck.pull.formats.pickle_calls import (
+    DEVICE,
+    NEW_WITHOUT_ARGS,
+    NON_CALLABLE,
+    call_refusal,
+)
 from rentcheck.pull.formats.storage_views import StorageViews
 
 __all__ = [
@@ -377,8 +382,10 @@ class Machine:
             self.refuse(f"NEWOBJ on '{func.name}', which is not a class")
         elif opname == "NEWOBJ" and func.name in ALLOWED_GLOBALS:
             # torch.save reduces torch's own classes with REDUCE; torch's NEWOBJ runs
-            # cls.__new__(cls, *args) with whatever the file gives (torch.Tensor(dict) raises)
-            self.refuse(f"NEWOBJ on '{func.name}', which torch.save never writes")
+            # cls.__new__(cls, *args) with whatever the file gives (torch.Tensor(dict) raises):
+            # accepted only without arguments, on a class where that succeeds
+            if items or func.name not in NEW_WITHOUT_ARGS:
+                self.refuse(f"NEWOBJ on '{func.name}' with arguments torch is not proved to take")
         elif opname != "NEWOBJ" and func.name in self.allowed:
             why = call_refusal(
                 func.name,
