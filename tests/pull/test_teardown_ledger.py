@@ -281,3 +281,41 @@ def test_a_process_rentcheck_did_not_start_writing_under_the_root_refuses(box: B
         writer.kill()
         writer.wait()
     assert box.teardown("results", "--host", "box", *box.ssh)[0] == 0
+
+
+def test_a_checkpoint_dir_only_a_watch_saw_outside_the_pulled_root_refuses_until_pulled(
+    box: Box, cli: Any, tmp_path: Path
+) -> None:
+    outside = box.run.parent / "ckpt-watched"
+    session = box.job(ckpt=str(outside))  # launched from box.project: not the ledger below
+    other = tmp_path / "other-project"
+    other.mkdir()
+    # Here only a watch has seen the job: it records where the box says it saves.
+    watched = cli("watch", "--host", "box", *box.ssh, "--session", session, cwd=other)
+    assert "ckpt" in watched.out, watched.out + watched.err
+    ledger = other / ".rentcheck" / "ledger.jsonl"
+    [watch] = [e for e in map(json.loads, ledger.read_text().splitlines())]
+    assert watch["gate"] == "watch" and watch["evidence"]["checkpoint_dir"] == str(outside)
+    assert watch["evidence"]["newest_checkpoint"] == str(outside / "step_1.txt")
+    box.finish(session)
+
+    def teardown(local: str) -> tuple[int, dict[str, Any]]:
+        res = cli(
+            "teardown", "--host", "box", *box.ssh, "--verified", local, "--profile", "runpod",
+            "--approve", "--output-format", "json", cwd=other,
+        )  # fmt: skip
+        assert res.code in (0, 1), res.out + res.err
+        return res.code, json.loads(res.out)
+
+    assert cli("pull", f"box:{box.run}", "results", *box.ssh, cwd=other).code == 0
+    code, doc = teardown("results")
+    assert code == 1 and set(errors(doc)) == {"RC807"}
+    [named] = errors(doc)["RC807"]  # the newest checkpoint inside it is not named twice
+    assert named["path"] == str(outside) and "recorded by watch" in named["message"]
+    assert f"rentcheck pull box:{box.run.parent} LOCAL_ROOT" in named["message"]
+    assert doc["teardown"]["paths_recorded"] == 2
+
+    assert cli("pull", f"box:{box.run.parent}", "everything", *box.ssh, cwd=other).code == 0
+    code, doc = teardown("everything")
+    assert code == 0, doc["results"]
+    assert (doc["teardown"]["paths_recorded"], doc["teardown"]["paths_covered"]) == (2, 2)
