@@ -53,6 +53,7 @@ __all__ = [
     "normalize_path",
     "parse_manifest",
     "position",
+    "read_manifest",
     "read_roster_document",
     "validate_rel_path",
 ]
@@ -623,6 +624,12 @@ def read_roster_document(
         top, files, leftovers = parser.document()
     _check_roster(files, leftovers)
     return top, files, leftovers, parser.digest
+
+
+def read_manifest(source: IO[bytes]) -> Manifest:
+    """Validate a manifest read from ``source`` a chunk at a time (a roster streamed from the
+    box): never held whole, the roster in columns. Raises FormatError."""
+    return _parse(source)
 
 
 def parse_manifest(data: bytes) -> Manifest:

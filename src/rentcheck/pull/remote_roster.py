@@ -18,22 +18,27 @@ a million-file roster is not refused for its size.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import io
 import json
 import posixpath
 import shlex
 import zlib
-from collections.abc import Iterable, Mapping
+from array import array
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from rentcheck.errors import RemoteError, UsageError
 
 if TYPE_CHECKING:
     from rentcheck.box.transport import Box
+    from rentcheck.pull.manifest import Manifest
 
 __all__ = [
     "BoxFile",
+    "BoxFiles",
     "BoxRoster",
     "BoxTree",
     "Hashed",
@@ -47,6 +52,8 @@ DEFAULT_TIMEOUT = 900.0  # hashing a few hundred GB of checkpoints takes minutes
 # A compressed answer larger than this is spooled to a file on the box and read in pieces
 # (SPOOL_PIECE each): no roster is too big for the transport's bound on one command's output.
 INLINE_MAX = 4 << 20
+ANSWER_CHUNK = 1 << 20  # decompressed at a time
+ANSWER_MAX = 1 << 30  # decompressed bytes of a stat or hash answer (the manifest has its own)
 
 # Runs on the box (Python 3.7+, stdlib only): the builder's source is exec'd as a module of
 # its own name, so its `if __name__ == "__main__"` stays off.
@@ -58,20 +65,98 @@ b = type("builder", (), _ns)
 req = json.loads(REQUEST)
 root = req["root"]
 out = sys.stdout.buffer
+INLINE_MAX = req.get("inline_max", 4 << 20)
+
+
+class Answer:
+    # The payload, compressed as it is made: held here up to INLINE_MAX, beyond that
+    # spooled to a temp file the client reads in pieces. Memory stays flat however many
+    # files the payload lists.
+    def __init__(self):
+        self.comp = zlib.compressobj(1)
+        self.held, self.size, self.spool, self.file = [], 0, None, None
+
+    def write(self, data):
+        self._put(self.comp.compress(data))
+
+    def _put(self, data):
+        if not data:
+            return
+        self.size += len(data)
+        if self.file is None and self.size > INLINE_MAX:
+            import tempfile
+            fd, self.spool = tempfile.mkstemp(prefix="rentcheck-answer-")
+            self.file = os.fdopen(fd, "wb")
+            self.file.write(b"".join(self.held))
+            self.held = []
+        if self.file is not None:
+            self.file.write(data)
+        else:
+            self.held.append(data)
+
+    def send(self, head):
+        self._put(self.comp.flush())
+        head = dict(head, peak_rss_kib=peak_rss_kib())
+        if self.file is not None:
+            self.file.close()
+            head.update(spool=self.spool, spool_bytes=self.size)
+        out.write(json.dumps(head).encode() + b"\n" + b"".join(self.held))
+        out.flush()
+
+    def discard(self):
+        if self.file is not None:
+            self.file.close()
+            os.unlink(self.spool)
+
+
+def peak_rss_kib():
+    try:
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    except Exception:
+        return None
+
 
 def answer(head, payload=b""):
-    data = zlib.compress(payload, 1)
-    if len(data) > req.get("inline_max", 4 << 20):
-        # Too big for one command's output: spooled to a file the client reads in pieces.
-        import tempfile
-        fd, spool = tempfile.mkstemp(prefix="rentcheck-answer-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        head = dict(head, spool=spool, spool_bytes=len(data))
-        data = b""
-    out.write(json.dumps(head).encode() + b"\n" + data)
-    out.flush()
+    ans = Answer()
+    ans.write(payload)
+    ans.send(head)
 
+
+def stat_rows(ans):
+    left, batch = [], []
+    for rel, path in b.iter_tree(root):
+        if path is None:
+            st = os.lstat(os.path.join(root, rel))
+            left.append([rel, st.st_size, st.st_mtime_ns])
+            continue
+        st = os.stat(path)
+        row = [rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+        batch.append(json.dumps(row, ensure_ascii=False))
+        if len(batch) >= 256:
+            ans.write(("\n".join(batch) + "\n").encode())
+            batch = []
+    if batch:
+        ans.write(("\n".join(batch) + "\n").encode())
+    for row in left:
+        ans.write((json.dumps(row, ensure_ascii=False) + "\n").encode())
+
+
+def roster(ans):
+    if not req.get("write"):
+        for piece in b.manifest_pieces(root, req.get("run_id"), None, False):
+            ans.write(piece)
+        return
+    target = os.path.join(root, b.MANIFEST_NAME)
+    keep = b.AtomicFile(target)
+    pieces = b.manifest_pieces(root, req.get("run_id"), None, False, exclude=(target, keep.tmp))
+    with keep:
+        for piece in pieces:
+            keep.write(piece)
+            ans.write(piece)
+
+
+ans = Answer()
 try:
     if not os.path.isdir(root):
         raise b.BuildError("%r is not a directory on the box" % root,
@@ -81,24 +166,9 @@ try:
             "python": "%d.%d" % sys.version_info[:2]}
     mode = req["mode"]
     if mode == "roster":
-        if req.get("write"):
-            target = os.path.join(root, b.MANIFEST_NAME)
-            b.write_manifest(root, target, req.get("run_id"), None, False)
-            with open(target, "rb") as f:
-                data = f.read()
-        else:
-            data = b.dumps(b.build_manifest(root, req.get("run_id"), None, False))
-        answer(head, data)
+        roster(ans)
     elif mode == "stat":
-        files, left = [], []
-        for rel, path in b.iter_tree(root):
-            if path is None:
-                st = os.lstat(os.path.join(root, rel))
-                left.append([rel, st.st_size, st.st_mtime_ns])
-            else:
-                st = os.stat(path)
-                files.append([rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
-        answer(head, json.dumps({"files": files, "leftovers": left}).encode())
+        stat_rows(ans)
     else:
         found, missing, unstable, unreadable = [], [], [], {}
         for rel in req["paths"]:
@@ -116,11 +186,14 @@ try:
                 unreadable[rel] = str(exc)
         doc = {"files": found, "missing": missing, "unstable": unstable,
                "unreadable": unreadable}
-        answer(head, json.dumps(doc).encode())
+        ans.write(json.dumps(doc).encode())
+    ans.send(head)
 except b.BuildError as exc:
+    ans.discard()
     answer({"ok": False, "error": exc.message, "hint": exc.hint})
     sys.exit(2)
 except OSError as exc:
+    ans.discard()
     answer({"ok": False, "error": str(exc), "hint": "check REMOTE_ROOT and its permissions"})
     sys.exit(2)
 """
@@ -154,33 +227,109 @@ _SPOOL_READER = (
 SPOOL_PIECE = 8 << 20  # under the transport's bound on one command's output
 
 
-def _fetch_spool(box: Box, head: Mapping[str, Any], timeout: float, what: str) -> bytes:
-    """The answer the box spooled to a file (too big for one command's output), read in
-    pieces, then deleted there."""
+def _spool_pieces(box: Box, head: Mapping[str, Any], timeout: float, what: str) -> Iterator[bytes]:
+    """The pieces of the answer the box spooled to a file (too big for one command's
+    output), read one at a time as the reader asks (the caller deletes the file)."""
+    spool, size = str(head.get("spool")), head.get("spool_bytes")
+    quoted = shlex.quote(spool)
+    assert isinstance(size, int)  # noqa: S101 - checked by _spool_name
+    for offset in range(0, size, SPOOL_PIECE):
+        count = min(SPOOL_PIECE, size - offset)
+        script = f"exec python3 -I -S -c {shlex.quote(_SPOOL_READER)} {quoted} {offset} {count}"
+        result = box.run(script, timeout=timeout, label=what)
+        if not result.ok or len(result.stdout) != count:
+            raise RemoteError(
+                f"{what} on {box.name}: reading the spooled answer failed "
+                f"(exit {result.exit_status}): {result.stderr_tail()}"
+            )
+        yield result.stdout
+
+
+def _spool_name(box: Box, head: Mapping[str, Any], what: str) -> str:
     spool, size = str(head.get("spool")), head.get("spool_bytes")
     name = posixpath.basename(spool)
     if not name.startswith("rentcheck-answer-") or not isinstance(size, int) or size < 0:
         raise RemoteError(f"{what} on {box.name}: a malformed spooled answer ({spool!r})")
-    quoted = shlex.quote(spool)
-    pieces = []
-    try:
-        for offset in range(0, size, SPOOL_PIECE):
-            count = min(SPOOL_PIECE, size - offset)
-            script = f"exec python3 -I -S -c {shlex.quote(_SPOOL_READER)} {quoted} {offset} {count}"
-            result = box.run(script, timeout=timeout, label=what)
-            if not result.ok or len(result.stdout) != count:
-                raise RemoteError(
-                    f"{what} on {box.name}: reading the spooled answer failed "
-                    f"(exit {result.exit_status}): {result.stderr_tail()}"
-                )
-            pieces.append(result.stdout)
-    finally:
-        box.run(
-            f"exec python3 -I -S -c {shlex.quote(_SPOOL_READER)} {quoted} 0 0",
-            timeout=60.0,
-            label=f"{what} (cleanup)",
+    return spool
+
+
+class _Answer(io.RawIOBase):
+    """The payload of one answer, decompressed as it is read, a piece at a time: nothing
+    holds it whole (a million-file roster is parsed straight into columns), and more than
+    ``limit`` bytes of it (a zlib bomb) is refused. ``close`` deletes a spooled answer on
+    the box. ``keep`` receives every byte read (the manifest's exact bytes, for a file)."""
+
+    def __init__(
+        self,
+        box: Box,
+        head: Mapping[str, Any],
+        inline: bytes,
+        *,
+        timeout: float,
+        what: str,
+        limit: int,
+        keep: IO[bytes] | None = None,
+    ) -> None:
+        super().__init__()
+        self._box, self._what, self._limit, self._keep = box, what, limit, keep
+        self._spool = _spool_name(box, head, what) if "spool" in head else None
+        self._pieces: Iterator[bytes] = (
+            _spool_pieces(box, head, timeout, what) if self._spool else iter((inline,))
         )
-    return b"".join(pieces)
+        self._zlib = zlib.decompressobj()
+        self._tail = b""  # compressed input not yet decompressed
+        self._ready = b""
+        self._at = 0
+        self.size = 0  # decompressed bytes so far
+
+    def readable(self) -> bool:
+        return True
+
+    def _fill(self) -> bool:
+        while not self._ready or self._at >= len(self._ready):
+            if not self._tail:
+                if self._zlib.eof:
+                    return False
+                piece = next(self._pieces, None)
+                if piece is None:
+                    raise RemoteError(f"{self._what} on {self._box.name}: the answer is cut short")
+                self._tail = piece
+            try:
+                data = self._zlib.decompress(self._tail, ANSWER_CHUNK)
+            except zlib.error as exc:
+                raise RemoteError(
+                    f"{self._what} on {self._box.name}: damaged answer ({exc})"
+                ) from None
+            self._tail = self._zlib.unconsumed_tail
+            if self._zlib.eof and (self._zlib.unused_data or next(self._pieces, None)):
+                raise RemoteError(f"{self._what} on {self._box.name}: data after the answer")
+            self.size += len(data)
+            if self.size > self._limit:
+                raise RemoteError(
+                    f"{self._what} on {self._box.name}: the answer is over {self._limit} bytes"
+                )
+            if self._keep is not None:
+                self._keep.write(data)
+            self._ready, self._at = data, 0
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if not self._fill():
+            return 0
+        n = min(len(buffer), len(self._ready) - self._at)
+        buffer[:n] = self._ready[self._at : self._at + n]
+        self._at += n
+        return n
+
+    def close(self) -> None:
+        spool, self._spool = self._spool, None
+        if spool is not None:
+            self._box.run(
+                f"exec python3 -I -S -c {shlex.quote(_SPOOL_READER)} {shlex.quote(spool)} 0 0",
+                timeout=60.0,
+                label=f"{self._what} (cleanup)",
+            )
+        super().close()
 
 
 def _login_script_output(stdout: bytes, host: str, what: str) -> None:
@@ -198,9 +347,16 @@ def _login_script_output(stdout: bytes, host: str, what: str) -> None:
     )
 
 
-def _ask(
-    box: Box, request: Mapping[str, Any], timeout: float, what: str
-) -> tuple[dict[str, Any], bytes]:
+def _ask_stream(
+    box: Box,
+    request: Mapping[str, Any],
+    timeout: float,
+    what: str,
+    *,
+    limit: int,
+    keep: IO[bytes] | None = None,
+) -> tuple[dict[str, Any], _Answer]:
+    """The box's head line and a reader of its payload (close it: that deletes a spool)."""
     request = {**request, "inline_max": INLINE_MAX}
     result = box.run(_SHELL, stdin=remote_program(request), timeout=timeout, label=what)
     line, sep, rest = result.stdout.partition(b"\n")
@@ -225,22 +381,34 @@ def _ask(
         raise UsageError(
             f"{what} on {box.name}: {head.get('error')}", hint=str(head.get("hint") or "")
         )
-    if "spool" in head:
-        rest = _fetch_spool(box, head, timeout, what)
-    try:
-        return head, zlib.decompress(rest)
-    except zlib.error as exc:
-        raise RemoteError(f"{what} on {box.name}: damaged answer ({exc})") from None
+    answer = _Answer(box, head, rest, timeout=timeout, what=what, limit=limit, keep=keep)
+    return head, answer
+
+
+def _ask(
+    box: Box, request: Mapping[str, Any], timeout: float, what: str
+) -> tuple[dict[str, Any], bytes]:
+    """The head and the whole payload (for answers that name a few files)."""
+    head, answer = _ask_stream(box, request, timeout, what, limit=ANSWER_MAX)
+    with answer:
+        return head, answer.read()
+
+
+def _peak(head: Mapping[str, Any]) -> int | None:
+    value = head.get("peak_rss_kib")
+    return value if isinstance(value, int) and value >= 0 else None
 
 
 @dataclass(frozen=True)
 class BoxRoster:
-    """The manifest's bytes as the box built them, and what the box offers for the transfer."""
+    """The roster as the box built it (parsed and validated, in columns), and what the box
+    offers for the transfer."""
 
-    data: bytes
+    manifest: Manifest
     root: str  # the real path on the box
     rsync: bool
     python: str
+    box_peak_rss_kib: int | None = None  # the roster program's own peak on the box
 
 
 def build_roster(
@@ -250,10 +418,21 @@ def build_roster(
     run_id: str | None = None,
     write: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
+    keep: IO[bytes] | None = None,
 ) -> BoxRoster:
+    """Build the roster on the box and parse it as it streams in (FormatError when the box's
+    roster is not a valid manifest); ``keep`` receives its exact bytes."""
+    from rentcheck.pull.manifest import MAX_MANIFEST_BYTES, read_manifest
+
     request = {"mode": "roster", "root": remote_root, "run_id": run_id, "write": write}
-    head, data = _ask(box, request, timeout, "building the roster")
-    return BoxRoster(data, str(head["root"]), bool(head["rsync"]), str(head["python"]))
+    what = "building the roster"
+    head, answer = _ask_stream(box, request, timeout, what, limit=MAX_MANIFEST_BYTES, keep=keep)
+    with answer, io.BufferedReader(answer, 1 << 20) as source:
+        manifest = read_manifest(source)
+        # The last piece is asked for by the parser's own end check; the answer is whole.
+    return BoxRoster(
+        manifest, str(head["root"]), bool(head["rsync"]), str(head["python"]), _peak(head)
+    )
 
 
 @dataclass(frozen=True)
@@ -264,20 +443,89 @@ class BoxFile:
     ino: int = 0
 
 
+class BoxFiles(Mapping[str, BoxFile]):
+    """Path -> BoxFile for every file of a stat answer, held in columns (a path string and
+    four 64-bit numbers a file, not an object each); BoxFiles are made on access. Found by
+    bisect when the paths came sorted (the builder's walk), else through an index."""
+
+    def __init__(self) -> None:
+        self._paths: list[str] = []
+        self._numbers = array("q")  # size, mtime_ns, ctime_ns per file
+        self._ino = array("Q")
+        self._index: dict[str, int] | None = None
+        self._sorted = True
+
+    def add(self, path: str, size: int, mtime_ns: int, ctime_ns: int, ino: int) -> None:
+        if self._paths and path <= self._paths[-1]:
+            self._sorted = False
+        self._paths.append(path)
+        self._numbers.extend((size, mtime_ns, ctime_ns))
+        self._ino.append(ino)
+
+    def _at(self, path: str) -> int | None:
+        if self._sorted:
+            i = bisect.bisect_left(self._paths, path)
+            return i if i < len(self._paths) and self._paths[i] == path else None
+        if self._index is None:
+            self._index = {p: i for i, p in enumerate(self._paths)}
+        return self._index.get(path)
+
+    def __getitem__(self, path: str) -> BoxFile:
+        i = self._at(path) if isinstance(path, str) else None
+        if i is None:
+            raise KeyError(path)
+        size, mtime, ctime = self._numbers[3 * i : 3 * i + 3]
+        return BoxFile(size, mtime, ctime, self._ino[i])
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self._at(path) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
 @dataclass(frozen=True)
 class BoxTree:
     """Every file under the root on the box now (sizes, mtimes), and unfinished writes."""
 
-    files: dict[str, BoxFile]
+    files: Mapping[str, BoxFile]
     leftovers: dict[str, BoxFile]
     root: str
 
 
+STAT_LINE_MAX = 64 * 1024  # one file's row: a path of at most 4096 characters, escaped
+
+
+def _stat_row(line: bytes, what: str) -> list[Any]:
+    try:
+        row = json.loads(line)
+    except ValueError:
+        row = None
+    ok = isinstance(row, list) and len(row) in (3, 5) and isinstance(row[0], str)
+    if not ok or not all(type(n) is int and -(1 << 63) <= n < 1 << 64 for n in row[1:]):
+        raise RemoteError(f"{what}: a malformed row in the answer ({line[:120]!r})")
+    return row  # type: ignore[no-any-return]
+
+
 def stat_roster(box: Box, remote_root: str, *, timeout: float = DEFAULT_TIMEOUT) -> BoxTree:
-    head, data = _ask(box, {"mode": "stat", "root": remote_root}, timeout, "re-reading the box")
-    doc = json.loads(data)
-    files = {str(row[0]): BoxFile(*(int(n) for n in row[1:5])) for row in doc["files"]}
-    left = {str(p): BoxFile(int(s), int(m)) for p, s, m in doc["leftovers"]}
+    """Size, mtime, ctime and inode of every file under the root on the box, streamed in
+    (one JSON row a line) and held in columns."""
+    what = "re-reading the box"
+    head, answer = _ask_stream(box, {"mode": "stat", "root": remote_root}, timeout, what,
+                               limit=ANSWER_MAX)  # fmt: skip
+    files, left = BoxFiles(), {}
+    with answer, io.BufferedReader(answer, 1 << 20) as lines:
+        while line := lines.readline(STAT_LINE_MAX + 1):
+            if len(line) > STAT_LINE_MAX or not line.endswith(b"\n"):
+                raise RemoteError(f"{what} on {box.name}: a row over {STAT_LINE_MAX} bytes")
+            row = _stat_row(line, f"{what} on {box.name}")
+            if len(row) == 5:
+                files.add(row[0], row[1], row[2], row[3], row[4])
+            else:
+                left[row[0]] = BoxFile(row[1], row[2])
     return BoxTree(files, left, str(head["root"]))
 
 
