@@ -1,0 +1,107 @@
+"""The roster streams on both ends (issue 28, item 4): the box writes the manifest as it walks
+and hashes, this end parses it as it arrives, into columns. Held by peak RSS, never by time:
+``rentcheck manifest build --host box`` of N and of 5N files over a real sshd on loopback,
+each in a fresh process whose own peak (VmHWM) it prints, and the box's roster program's own
+peak (getrusage, reported in its answer). What each further file costs is the growth
+between the two, divided by the 4N files between them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import zlib
+from pathlib import Path
+
+import pytest
+
+from rentcheck.box.transport import LocalBox
+from rentcheck.errors import RemoteError
+from rentcheck.pull.remote_roster import _Answer
+from tests.box.sshdkit import SshLab
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def linked_tree(root: Path, n: int) -> None:
+    """``n`` empty files, 1,000 to a folder: one real file per folder, the others hard links
+    to it (a name each, not an inode: cheap to make, and each is still read and hashed)."""
+    for d in range(0, n, 1000):
+        folder = root / f"step_{d // 1000:05d}"
+        folder.mkdir(parents=True)
+        seed = folder / f"sample_{d:07d}.png"
+        seed.touch()
+        for i in range(d + 1, min(n, d + 1000)):
+            os.link(seed, folder / f"sample_{i:07d}.png")
+
+
+def build_on_box(lab: SshLab, root: Path) -> tuple[float, float, dict[str, object]]:
+    """Peak RSS here and on the box (MiB) of one ``manifest build --host``, and its JSON."""
+    code = textwrap.dedent(f"""
+        import io, sys
+        sys.path.insert(0, {str(SRC)!r})
+        from contextlib import redirect_stdout
+        from rentcheck.cli import main
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = main(["manifest", "build", "--host", "box", {str(root)!r},
+                         "--ssh-config", {str(lab.ssh_config)!r}, "--output-format", "json"])
+        status = open("/proc/self/status").read()
+        hwm = next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))
+        print(code, hwm)
+        print(out.getvalue())
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    first, _, rest = proc.stdout.partition("\n")
+    exit_code, hwm = first.split()
+    assert exit_code == "0", proc.stdout[-2000:] + proc.stderr[-2000:]
+    doc = json.loads(rest)
+    manifest = doc["manifest"]
+    return int(hwm) / 1024, manifest["box_peak_rss_kib"] / 1024, manifest
+
+
+def test_a_streamed_roster_costs_columns_here_and_nothing_per_file_on_the_box(
+    lab: SshLab, tmp_path: Path
+) -> None:
+    n = 30_000
+    peaks: dict[int, tuple[float, float]] = {}
+    for count in (n, 5 * n):
+        root = tmp_path / f"run{count}"
+        linked_tree(root, count)
+        here, box, manifest = build_on_box(lab, root)
+        assert manifest["totals"] == {"files": count, "bytes": 0}
+        assert (root / "PULL_MANIFEST.json").stat().st_size > 150 * count
+        peaks[count] = (here, box)
+    here_per_file = (peaks[5 * n][0] - peaks[n][0]) * (1 << 20) / (4 * n)
+    box_per_file = (peaks[5 * n][1] - peaks[n][1]) * (1 << 20) / (4 * n)
+    at_a_million = peaks[5 * n][0] + here_per_file * (1_000_000 - 5 * n) / (1 << 20)
+    print(
+        f"peak RSS (here, box) MiB {peaks}; per further file: here {here_per_file:.0f} B, "
+        f"box {box_per_file:.0f} B; here at 1M files ~{at_a_million:.0f} MiB"
+    )
+    # Before: the box held the roster whole (~300 B a file) and this end its bytes, a
+    # decompressed copy and a parse (~950 B a file). The box holds at most the compressed
+    # answer's first 4 MiB; this end a path string, a digest and two numbers a file.
+    assert box_per_file < 40, box_per_file
+    assert here_per_file < 200, here_per_file
+    assert at_a_million < 250, at_a_million
+
+
+def test_an_answer_that_inflates_past_its_limit_or_is_cut_short_is_refused() -> None:
+    box = LocalBox()
+    bomb = zlib.compress(bytes(64 << 20), 9)  # 64 MiB of zeros in ~64 KB
+    with pytest.raises(RemoteError, match="over 1048576 bytes"):
+        _Answer(box, {}, bomb, timeout=5, what="t", limit=1 << 20).read()
+    cut = zlib.compress(b"x" * 100_000)[:-10]
+    with pytest.raises(RemoteError, match="cut short"):
+        _Answer(box, {}, cut, timeout=5, what="t", limit=1 << 20).read()
+    extra = zlib.compress(b"roster") + b"more"
+    with pytest.raises(RemoteError, match="data after the answer"):
+        _Answer(box, {}, extra, timeout=5, what="t", limit=1 << 20).read()
+    whole = b"".join(bytes([i % 251]) * 1000 for i in range(5000))
+    answer = _Answer(box, {}, zlib.compress(whole), timeout=5, what="t", limit=1 << 30)
+    assert answer.read() == whole
