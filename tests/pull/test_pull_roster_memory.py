@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,3 +107,21 @@ def test_an_answer_that_inflates_past_its_limit_or_is_cut_short_is_refused() -> 
     whole = b"".join(bytes([i % 251]) * 1000 for i in range(5000))
     answer = _Answer(box, {}, zlib.compress(whole), timeout=5, what="t", limit=1 << 30)
     assert answer.read() == whole
+
+
+def test_a_pull_over_ssh_logs_in_twice_roster_and_rsync(
+    lab: SshLab, cli: Any, tmp_path: Path
+) -> None:
+    """The roster and the re-read after the transfer share one connection (kept open while
+    rsync brings its own): one login fewer than before, the most a small-file pull paid
+    for besides the files. Counted from the box's sshd log."""
+    if shutil.which("rsync") is None:
+        pytest.skip("rsync missing")
+    run = tmp_path / "run"
+    run.mkdir()
+    for n in range(30):
+        (run / f"part-{n:03d}.dat").write_bytes(b"\x00" + os.urandom(100))
+    before = lab.box.log_text().count("Accepted publickey")
+    res = cli("pull", f"box:{run}", "results", "--ssh-config", str(lab.ssh_config), cwd=tmp_path)
+    assert res.code == 0, res.out + res.err
+    assert lab.box.log_text().count("Accepted publickey") - before == 2

@@ -494,6 +494,7 @@ class BoxTree:
     files: Mapping[str, BoxFile]
     leftovers: dict[str, BoxFile]
     root: str
+    box_peak_rss_kib: int | None = None  # the stat program's own peak on the box
 
 
 STAT_LINE_MAX = 64 * 1024  # one file's row: a path of at most 4096 characters, escaped
@@ -526,7 +527,7 @@ def stat_roster(box: Box, remote_root: str, *, timeout: float = DEFAULT_TIMEOUT)
                 files.add(row[0], row[1], row[2], row[3], row[4])
             else:
                 left[row[0]] = BoxFile(row[1], row[2])
-    return BoxTree(files, left, str(head["root"]))
+    return BoxTree(files, left, str(head["root"]), _peak(head))
 
 
 @dataclass(frozen=True)
