@@ -124,22 +124,22 @@ def answer(head, payload=b""):
 
 
 def stat_rows(ans):
-    left, batch = [], []
+    # One JSON list of rows a line, a line about every 64 KB: few calls on either end.
+    left, batch, size = [], [], 0
     for rel, path in b.iter_tree(root):
         if path is None:
             st = os.lstat(os.path.join(root, rel))
             left.append([rel, st.st_size, st.st_mtime_ns])
             continue
         st = os.stat(path)
-        row = [rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
-        batch.append(json.dumps(row, ensure_ascii=False))
-        if len(batch) >= 256:
-            ans.write(("\n".join(batch) + "\n").encode())
-            batch = []
-    if batch:
-        ans.write(("\n".join(batch) + "\n").encode())
-    for row in left:
-        ans.write((json.dumps(row, ensure_ascii=False) + "\n").encode())
+        batch.append([rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
+        size += len(rel) + 60
+        if size >= 64 << 10:
+            ans.write((json.dumps(batch, ensure_ascii=False) + "\n").encode())
+            batch, size = [], 0
+    for rows in (batch, left):
+        if rows:
+            ans.write((json.dumps(rows, ensure_ascii=False) + "\n").encode())
 
 
 def roster(ans):
@@ -497,23 +497,31 @@ class BoxTree:
     box_peak_rss_kib: int | None = None  # the stat program's own peak on the box
 
 
-STAT_LINE_MAX = 64 * 1024  # one file's row: a path of at most 4096 characters, escaped
+# One line of a stat answer: rows of about 64 KB in all, the last one's path at most 4,096
+# characters (escaped: six bytes each at worst).
+STAT_LINE_MAX = 1 << 20
+_INT64 = (-(1 << 63), 1 << 64)
 
 
-def _stat_row(line: bytes, what: str) -> list[Any]:
+def _stat_line(line: bytes, what: str) -> list[list[Any]]:
+    """The rows of one line of a stat answer, each checked: a path and 64-bit integers."""
     try:
-        row = json.loads(line)
+        rows = json.loads(line)
     except ValueError:
-        row = None
-    ok = isinstance(row, list) and len(row) in (3, 5) and isinstance(row[0], str)
-    if not ok or not all(type(n) is int and -(1 << 63) <= n < 1 << 64 for n in row[1:]):
-        raise RemoteError(f"{what}: a malformed row in the answer ({line[:120]!r})")
-    return row  # type: ignore[no-any-return]
+        rows = None
+    if not isinstance(rows, list):
+        raise RemoteError(f"{what}: a malformed line in the answer ({line[:120]!r})")
+    low, high = _INT64
+    for row in rows:
+        ok = isinstance(row, list) and len(row) in (3, 5) and isinstance(row[0], str)
+        if not ok or not all(type(n) is int and low <= n < high for n in row[1:]):
+            raise RemoteError(f"{what}: a malformed row in the answer ({str(row)[:120]!r})")
+    return rows
 
 
 def stat_roster(box: Box, remote_root: str, *, timeout: float = DEFAULT_TIMEOUT) -> BoxTree:
     """Size, mtime, ctime and inode of every file under the root on the box, streamed in
-    (one JSON row a line) and held in columns."""
+    (JSON lists of rows, a line each) and held in columns."""
     what = "re-reading the box"
     head, answer = _ask_stream(box, {"mode": "stat", "root": remote_root}, timeout, what,
                                limit=ANSWER_MAX)  # fmt: skip
@@ -521,12 +529,12 @@ def stat_roster(box: Box, remote_root: str, *, timeout: float = DEFAULT_TIMEOUT)
     with answer, io.BufferedReader(answer, 1 << 20) as lines:
         while line := lines.readline(STAT_LINE_MAX + 1):
             if len(line) > STAT_LINE_MAX or not line.endswith(b"\n"):
-                raise RemoteError(f"{what} on {box.name}: a row over {STAT_LINE_MAX} bytes")
-            row = _stat_row(line, f"{what} on {box.name}")
-            if len(row) == 5:
-                files.add(row[0], row[1], row[2], row[3], row[4])
-            else:
-                left[row[0]] = BoxFile(row[1], row[2])
+                raise RemoteError(f"{what} on {box.name}: a line over {STAT_LINE_MAX} bytes")
+            for row in _stat_line(line, f"{what} on {box.name}"):
+                if len(row) == 5:
+                    files.add(row[0], row[1], row[2], row[3], row[4])
+                else:
+                    left[row[0]] = BoxFile(row[1], row[2])
     return BoxTree(files, left, str(head["root"]), _peak(head))
 
 
