@@ -4,16 +4,20 @@ The box runs the stdlib-only ``manifest_builder`` module sent on stdin (``python
 nothing is installed there and nothing is left behind, unless ``write=True`` asks for
 ``ROOT/PULL_MANIFEST.json`` on the box too. Three requests, each one round trip:
 
-* ``build_roster``: the manifest's exact bytes (what ``rentcheck manifest build`` writes), and
-  whether the box has ``rsync``;
-* ``stat_roster``: size and ``mtime_ns`` of every file under ROOT (the builder's walk and
-  policy, no hashing): how teardown and the changed-during-pull check re-read the box cheaply;
+* ``build_roster``: the manifest (what ``rentcheck manifest build`` writes), parsed into
+  columns as it arrives (its exact bytes to a file, if asked), and whether the box has
+  ``rsync``;
+* ``stat_roster``: size, ``mtime_ns``, ``ctime_ns`` and inode of every file under ROOT (the
+  builder's walk and policy, no hashing), held in columns: how teardown and the
+  changed-during-pull check re-read the box cheaply;
 * ``hash_files``: roster entries (SHA-256) for the named files only.
 
-The answer is one JSON line, then the payload compressed with zlib (a roster of hex digests
-halves). The transport bounds a command's output, so a compressed payload over
-``INLINE_MAX`` is spooled to a temp file on the box, read back in pieces and deleted there:
-a million-file roster is not refused for its size.
+The answer is one JSON line (with the program's own peak RSS), then the payload compressed
+with zlib. Both ends stream: the box compresses the payload as it walks (the manifest's
+pieces, the stat's rows), holding at most ``INLINE_MAX`` of it before it spools the rest to
+a temp file, read back here in pieces and deleted there (the transport bounds one
+command's output); this end decompresses a piece at a time and parses as it goes. Neither
+holds a million-file roster whole.
 """
 
 from __future__ import annotations
