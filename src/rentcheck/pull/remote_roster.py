@@ -26,6 +26,7 @@ import bisect
 import dataclasses
 import io
 import json
+import os
 import posixpath
 import shlex
 import zlib
@@ -59,149 +60,6 @@ INLINE_MAX = 4 << 20
 ANSWER_CHUNK = 1 << 20  # decompressed at a time
 ANSWER_MAX = 1 << 30  # decompressed bytes of a stat or hash answer (the manifest has its own)
 
-# Runs on the box (Python 3.7+, stdlib only): the builder's source is exec'd as a module of
-# its own name, so its `if __name__ == "__main__"` stays off.
-_DRIVER = r"""
-import json, os, shutil, sys, zlib
-_ns = {"__name__": "rentcheck_manifest_builder"}
-exec(compile(BUILDER_SOURCE, "manifest_builder.py", "exec"), _ns)
-b = type("builder", (), _ns)
-req = json.loads(REQUEST)
-root = req["root"]
-out = sys.stdout.buffer
-INLINE_MAX = req.get("inline_max", 4 << 20)
-
-
-class Answer:
-    # The payload, compressed as it is made: held here up to INLINE_MAX, beyond that
-    # spooled to a temp file the client reads in pieces. Memory stays flat however many
-    # files the payload lists.
-    def __init__(self):
-        self.comp = zlib.compressobj(1)
-        self.held, self.size, self.spool, self.file = [], 0, None, None
-
-    def write(self, data):
-        self._put(self.comp.compress(data))
-
-    def _put(self, data):
-        if not data:
-            return
-        self.size += len(data)
-        if self.file is None and self.size > INLINE_MAX:
-            import tempfile
-            fd, self.spool = tempfile.mkstemp(prefix="rentcheck-answer-")
-            self.file = os.fdopen(fd, "wb")
-            self.file.write(b"".join(self.held))
-            self.held = []
-        if self.file is not None:
-            self.file.write(data)
-        else:
-            self.held.append(data)
-
-    def send(self, head):
-        self._put(self.comp.flush())
-        head = dict(head, peak_rss_kib=peak_rss_kib())
-        if self.file is not None:
-            self.file.close()
-            head.update(spool=self.spool, spool_bytes=self.size)
-        out.write(json.dumps(head).encode() + b"\n" + b"".join(self.held))
-        out.flush()
-
-    def discard(self):
-        if self.file is not None:
-            self.file.close()
-            os.unlink(self.spool)
-
-
-def peak_rss_kib():
-    try:
-        import resource
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    except Exception:
-        return None
-
-
-def answer(head, payload=b""):
-    ans = Answer()
-    ans.write(payload)
-    ans.send(head)
-
-
-def stat_rows(ans):
-    # One JSON list of rows a line, a line about every 64 KB: few calls on either end.
-    left, batch, size = [], [], 0
-    for rel, path in b.iter_tree(root):
-        if path is None:
-            st = os.lstat(os.path.join(root, rel))
-            left.append([rel, st.st_size, st.st_mtime_ns])
-            continue
-        st = os.stat(path)
-        batch.append([rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino])
-        size += len(rel) + 60
-        if size >= 64 << 10:
-            ans.write((json.dumps(batch, ensure_ascii=False) + "\n").encode())
-            batch, size = [], 0
-    for rows in (batch, left):
-        if rows:
-            ans.write((json.dumps(rows, ensure_ascii=False) + "\n").encode())
-
-
-def roster(ans):
-    if not req.get("write"):
-        for piece in b.manifest_pieces(root, req.get("run_id"), None, False):
-            ans.write(piece)
-        return
-    target = os.path.join(root, b.MANIFEST_NAME)
-    keep = b.AtomicFile(target)
-    pieces = b.manifest_pieces(root, req.get("run_id"), None, False, exclude=(target, keep.tmp))
-    with keep:
-        for piece in pieces:
-            keep.write(piece)
-            ans.write(piece)
-
-
-ans = Answer()
-try:
-    if not os.path.isdir(root):
-        raise b.BuildError("%r is not a directory on the box" % root,
-                           "pass the run's result directory as HOST:REMOTE_ROOT")
-    head = {"ok": True, "root": os.path.realpath(root),
-            "rsync": shutil.which("rsync") is not None,
-            "python": "%d.%d" % sys.version_info[:2]}
-    mode = req["mode"]
-    if mode == "roster":
-        roster(ans)
-    elif mode == "stat":
-        stat_rows(ans)
-    else:
-        found, missing, unstable, unreadable = [], [], [], {}
-        for rel in req["paths"]:
-            path = os.path.join(root, rel)
-            if not os.path.isfile(path):
-                missing.append(rel)
-                continue
-            try:
-                found.append(b.hash_file(rel, os.path.realpath(path), False))
-            except b.BuildError:  # it changed while it was read: still being written
-                unstable.append(rel)
-            except FileNotFoundError:  # gone between the check and the open
-                missing.append(rel)
-            except OSError as exc:  # unreadable: the caller must not count it unchanged
-                unreadable[rel] = str(exc)
-        doc = {"files": found, "missing": missing, "unstable": unstable,
-               "unreadable": unreadable}
-        ans.write(json.dumps(doc).encode())
-    ans.send(head)
-except b.BuildError as exc:
-    ans.discard()
-    answer({"ok": False, "error": exc.message, "hint": exc.hint})
-    sys.exit(2)
-except OSError as exc:
-    ans.discard()
-    answer({"ok": False, "error": str(exc), "hint": "check REMOTE_ROOT and its permissions"})
-    sys.exit(2)
-"""
-
 _SHELL = (
     "command -v python3 >/dev/null 2>&1 || "
     "{ echo 'rentcheck: the box has no python3' >&2; exit 127; }; exec python3 -I -S -"
@@ -209,13 +67,17 @@ _SHELL = (
 
 
 def remote_program(request: Mapping[str, Any]) -> bytes:
-    """The program sent on stdin: the builder's source, the request, the driver."""
-    from rentcheck.payload import manifest_builder
+    """The program sent on stdin: the builder's source and the request as two names, then
+    the answering program (``payload/roster_answer.py``)."""
+    from rentcheck.payload import PAYLOAD_DIR
 
-    with open(manifest_builder.__file__, encoding="utf-8") as handle:
-        source = handle.read()
+    def source(name: str) -> str:
+        with open(os.path.join(PAYLOAD_DIR, name), encoding="utf-8") as handle:
+            return handle.read()
+
+    builder, request_text = source("manifest_builder.py"), json.dumps(dict(request))
     return (
-        f"BUILDER_SOURCE = {source!r}\nREQUEST = {json.dumps(dict(request))!r}\n{_DRIVER}"
+        f"BUILDER_SOURCE = {builder!r}\nREQUEST = {request_text!r}\n" + source("roster_answer.py")
     ).encode()
 
 
