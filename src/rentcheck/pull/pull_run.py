@@ -17,9 +17,10 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 from rentcheck.errors import FormatError, RemoteError
 from rentcheck.model import Finding
@@ -238,9 +239,9 @@ def _transfer_until_still(
     local_root = os.path.abspath(request.local_root)
     files = outcome.manifest.files
     stale = stale_local_files(local_root, outcome.manifest)
-    wants = [Want(p, n) for p, n in zip(files.paths, files.sizes, strict=True) if p not in stale]
+    wants: Sequence[Want] = RosterWants(files, stale, whole=False)
     # Rewritten on the box since the local copy was made: no append repairs them.
-    whole = [Want(p, n) for p, n in zip(files.paths, files.sizes, strict=True) if p in stale]
+    whole: Sequence[Want] = RosterWants(files, stale, whole=True)
     outcome.refetched = sorted(stale)
     short = _space_short(local_root, wants, whole)
     if short is not None:
@@ -316,7 +317,7 @@ def _transfer_failed(
     request: PullRequest,
     *,
     endpoint: Endpoint,
-    wants: list[Want],
+    wants: Sequence[Want],
     outcome: PullOutcome,
     progress: Progress | None,
     deadline: float,
@@ -375,7 +376,7 @@ def _free_words(local_root: str) -> str:
         return f"its free space cannot be read ({exc.strerror})"
 
 
-def _space_short(local_root: str, wants: list[Want], whole: list[Want]) -> str | None:
+def _space_short(local_root: str, wants: Sequence[Want], whole: Sequence[Want]) -> str | None:
     """Why LOCAL_ROOT's disk cannot take this pull (None: it can): what is still to come
     (appends: the rest of each file; whole files: all of it, beside the old copy)."""
     from rentcheck.pull.progress import human_bytes
@@ -415,6 +416,46 @@ def _stat_with_retry(endpoint: Endpoint, box: Any, timeout: float) -> Any:
     except RemoteError:
         close_host(endpoint.host, ssh_config=endpoint.ssh_config)
         return stat_roster(endpoint.open(), endpoint.root, timeout=timeout)
+
+
+class RosterWants(Sequence[Want]):
+    """The roster's files to bring, as a view of its columns: a Want is made as it is read,
+    not held per file (a million-file pull held a million of them). ``whole``: the files in
+    ``stale`` (fetched again whole), else the others; their positions are kept (8 bytes a
+    file) only when ``stale`` splits the roster."""
+
+    def __init__(self, files: Roster, stale: set[str], *, whole: bool) -> None:
+        self._files = files
+        self._at: array[int] | None = None
+        self._len = 0 if whole else len(files)
+        if stale:
+            self._at = array("q", (i for i, p in enumerate(files.paths) if (p in stale) == whole))
+            self._len = len(self._at)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def _want(self, i: int) -> Want:
+        at = i if self._at is None else self._at[i]
+        return Want(self._files.paths[at], self._files.sizes[at])
+
+    @overload
+    def __getitem__(self, i: int) -> Want: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Want]: ...
+
+    def __getitem__(self, i: int | slice) -> Want | Sequence[Want]:
+        if isinstance(i, slice):
+            return [self._want(k) for k in range(*i.indices(self._len))]
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError("want index out of range")
+        return self._want(i)
+
+    def __iter__(self) -> Iterator[Want]:
+        return (self._want(i) for i in range(self._len))
 
 
 class _Entry(NamedTuple):
