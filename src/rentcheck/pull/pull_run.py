@@ -271,7 +271,7 @@ def _transfer_until_still(
             return rehashed
         whole = []
         box = endpoint.open()
-        tree = _stat_with_retry(endpoint, box, request.timeout)
+        tree = _stat_with_retry(endpoint, box, request.timeout, files)
         if tree.box_peak_rss_kib is not None:
             outcome.box_peak_rss_kib = max(outcome.box_peak_rss_kib or 0, tree.box_peak_rss_kib)
         changed = [
@@ -408,14 +408,15 @@ def _moved(tree: BoxTree, entry: _Entry) -> bool:
     return now is None or (now.size, now.mtime_ns) != (entry.size, entry.mtime_ns)
 
 
-def _stat_with_retry(endpoint: Endpoint, box: Any, timeout: float) -> Any:
+def _stat_with_retry(endpoint: Endpoint, box: Any, timeout: float, files: Roster) -> Any:
     from rentcheck.box.transport import close_host
 
+    known = files.paths if files.is_sorted else ()  # shared strings: numbers only per file
     try:
-        return stat_roster(box, endpoint.root, timeout=timeout)
+        return stat_roster(box, endpoint.root, timeout=timeout, known=known)
     except RemoteError:
         close_host(endpoint.host, ssh_config=endpoint.ssh_config)
-        return stat_roster(endpoint.open(), endpoint.root, timeout=timeout)
+        return stat_roster(endpoint.open(), endpoint.root, timeout=timeout, known=known)
 
 
 class RosterWants(Sequence[Want]):

@@ -31,7 +31,7 @@ import posixpath
 import shlex
 import zlib
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
@@ -314,16 +314,28 @@ class BoxFiles(Mapping[str, BoxFile]):
     four 64-bit numbers a file, not an object each); BoxFiles are made on access. Found by
     bisect when the paths came sorted (the builder's walk), else through an index."""
 
-    def __init__(self) -> None:
+    def __init__(self, known: Sequence[str] = ()) -> None:
         self._paths: list[str] = []
         self._numbers = array("q")  # size, mtime_ns, ctime_ns per file
         self._ino = array("Q")
         self._index: dict[str, int] | None = None
         self._sorted = True
+        # Paths already held (the roster's, sorted as the walk yields them): an equal path
+        # is kept as that string, so a file listed in both costs its numbers only.
+        self._known, self._cursor = known, 0
+
+    def _shared(self, path: str) -> str:
+        known, at = self._known, self._cursor
+        while at < len(known) and known[at] < path:
+            at += 1
+        self._cursor = at
+        return known[at] if at < len(known) and known[at] == path else path
 
     def add(self, path: str, size: int, mtime_ns: int, ctime_ns: int, ino: int) -> None:
         if self._paths and path <= self._paths[-1]:
             self._sorted = False
+        elif self._known:
+            path = self._shared(path)
         self._paths.append(path)
         self._numbers.extend((size, mtime_ns, ctime_ns))
         self._ino.append(ino)
@@ -385,13 +397,16 @@ def _stat_line(line: bytes, what: str) -> list[list[Any]]:
     return rows
 
 
-def stat_roster(box: Box, remote_root: str, *, timeout: float = DEFAULT_TIMEOUT) -> BoxTree:
+def stat_roster(
+    box: Box, remote_root: str, *, timeout: float = DEFAULT_TIMEOUT, known: Sequence[str] = ()
+) -> BoxTree:
     """Size, mtime, ctime and inode of every file under the root on the box, streamed in
-    (JSON lists of rows, a line each) and held in columns."""
+    (JSON lists of rows, a line each) and held in columns; ``known``: sorted paths already
+    held here (the roster's), whose strings are shared."""
     what = "re-reading the box"
     head, answer = _ask_stream(box, {"mode": "stat", "root": remote_root}, timeout, what,
                                limit=ANSWER_MAX)  # fmt: skip
-    files, left = BoxFiles(), {}
+    files, left = BoxFiles(known), {}
     with answer, io.BufferedReader(answer, 1 << 20) as lines:
         while line := lines.readline(STAT_LINE_MAX + 1):
             if len(line) > STAT_LINE_MAX or not line.endswith(b"\n"):
