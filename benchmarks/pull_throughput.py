@@ -24,9 +24,12 @@ in its answer; nothing samples /proc during a timed run):
 
 Print ``uptime`` beside the figures: on a shared machine the load moves them.
 
+  - ``--pull-files 20000``: whole pulls of that many empty files and of 5x as many, the pull's
+    own peak RSS, what each further file costs and that cost at a million.
+
     python benchmarks/pull_throughput.py [--size-mib 2048] [--files 8] [--repeat 1]
-        [--small-files 20000] [--small-size 512] [--roster-files 1000000]
-    (--size-mib 0, --small-files 0 or --roster-files 0 skips that case)
+        [--small-files 20000] [--small-size 512] [--roster-files 1000000] [--pull-files 20000]
+    (--size-mib 0, --small-files 0, --roster-files 0 or --pull-files 0 skips that case)
 """
 
 from __future__ import annotations
@@ -181,6 +184,48 @@ def roster_case(lab: SshLab, work: Path, files: int, repeat: int) -> None:
     shutil.rmtree(box)
 
 
+def linked_tree(root: Path, n: int) -> None:
+    """``n`` empty files, 1,000 to a folder, the others hard links to one per folder: cheap to
+    make, and each still listed, hashed, transferred and verified as a file of its own."""
+    for d in range(0, n, 1000):
+        folder = root / f"step_{d // 1000:05d}"
+        folder.mkdir(parents=True)
+        seed = folder / f"sample_{d:07d}.png"
+        seed.touch()
+        for i in range(d + 1, min(n, d + 1000)):
+            os.link(seed, folder / f"sample_{i:07d}.png")
+
+
+_OWN_PEAK = (
+    "import sys\nfrom rentcheck.cli import main\ncode = main(sys.argv[1:])\n"
+    "status = open('/proc/self/status').read()\n"
+    "print(next(l.split()[1] for l in status.splitlines() if l.startswith('VmHWM')), "
+    "file=sys.stderr)\nsys.exit(code)\n"
+)
+
+
+def pull_memory_case(lab: SshLab, work: Path, files: int) -> None:
+    """A whole ``rentcheck pull`` (text output) of ``files`` and of 5x as many: the pull
+    process's own peak (VmHWM), what each further file costs, and that cost at a million."""
+    peaks = {}
+    for n in (files, 5 * files):
+        box, dest = work / f"mem-box{n}", work / f"mem-pull{n}"
+        linked_tree(box, n)
+        argv = [
+            sys.executable, "-c", _OWN_PEAK, "pull", f"box:{box}", str(dest),
+            "--ssh-config", str(lab.ssh_config), "-q",
+        ]  # fmt: skip
+        done = _run(argv)
+        peaks[n] = int(done.stderr.split()[-1]) / 1024
+        shutil.rmtree(box)
+        shutil.rmtree(dest)
+    per_file = (peaks[5 * files] - peaks[files]) * MiB / (4 * files)
+    at_a_million = peaks[5 * files] + per_file * (1_000_000 - 5 * files) / MiB
+    print(f"pull memory: {files:,} and {5 * files:,} empty files, whole pulls, text output")
+    print(f"  peak RSS here {peaks[files]:.0f} MiB and {peaks[5 * files]:.0f} MiB (VmHWM)")
+    print(f"  {per_file:.0f} B a further file: about {at_a_million:.0f} MiB at 1,000,000 files")
+
+
 def _children(pid: int) -> list[int]:
     out = []
     for entry in os.listdir("/proc"):
@@ -228,6 +273,7 @@ def main() -> int:
     parser.add_argument("--small-files", type=int, default=20000, help="0: skip (20000)")
     parser.add_argument("--small-size", type=int, default=512, help="bytes each (512)")
     parser.add_argument("--roster-files", type=int, default=1000000, help="0: skip (1000000)")
+    parser.add_argument("--pull-files", type=int, default=20000, help="and 5x; 0: skip (20000)")
     args = parser.parse_args()
     if shutil.which("rsync") is None or os.geteuid() != 0:
         print("needs root, openssh-server and rsync", file=sys.stderr)
@@ -241,6 +287,8 @@ def main() -> int:
                 small_files_case(lab, work, args.small_files, args.small_size, args.repeat)
             if args.roster_files:
                 roster_case(lab, work, args.roster_files, args.repeat)
+            if args.pull_files:
+                pull_memory_case(lab, work, args.pull_files)
             if not args.size_mib:
                 return 0
             box = work / "box"
