@@ -8,6 +8,7 @@ between the two, divided by the 4N files between them.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import shutil
@@ -125,3 +126,62 @@ def test_a_pull_over_ssh_logs_in_twice_roster_and_rsync(
     res = cli("pull", f"box:{run}", "results", "--ssh-config", str(lab.ssh_config), cwd=tmp_path)
     assert res.code == 0, res.out + res.err
     assert lab.box.log_text().count("Accepted publickey") - before == 2
+
+
+def teardown_peak(lab: SshLab, root: Path) -> tuple[float, dict[str, Any]]:
+    """Peak RSS here (MiB) of one ``teardown --host`` re-reading ``root`` on the box, and its
+    JSON (the pulled root and the box's root are the same directory on loopback)."""
+    code = textwrap.dedent(f"""
+        import io, sys
+        sys.path.insert(0, {str(SRC)!r})
+        from contextlib import redirect_stdout
+        from rentcheck.cli import main
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = main(["teardown", "--verified", {str(root)!r}, "--host", "box",
+                         "--remote-root", {str(root)!r}, "--ssh-config",
+                         {str(lab.ssh_config)!r}, "--profile", "runpod", "--approve",
+                         "--output-format", "json"])
+        status = open("/proc/self/status").read()
+        hwm = next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM"))
+        print(code, hwm)
+        print(out.getvalue())
+    """)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=root.parent
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    first, _, rest = proc.stdout.partition("\n")
+    exit_code, hwm = first.split()
+    assert exit_code in ("0", "1"), proc.stdout[-2000:] + proc.stderr[-2000:]
+    return int(hwm) / 1024, json.loads(rest)
+
+
+def test_teardowns_reread_of_the_box_costs_columns_per_file_like_pulls(
+    lab: SshLab, tmp_path: Path, cli: Any
+) -> None:
+    n = 20_000
+    peaks: dict[int, float] = {}
+    for count in (n, 5 * n):
+        root = tmp_path / f"run{count}"
+        linked_tree(root, count)
+        assert cli("manifest", "build", str(root), cwd=tmp_path).code == 0
+        # Built an hour later (as after a run): no file's ctime is near the build, so the
+        # re-read trusts size and mtime and hashes nothing; the stat answer is what is held.
+        roster = root / "PULL_MANIFEST.json"
+        doc = json.loads(roster.read_text())
+        built = datetime.datetime.fromisoformat(doc["created_at"])
+        doc["created_at"] = (built + datetime.timedelta(hours=1)).isoformat()
+        roster.write_text(json.dumps(doc))
+        assert cli("verify", str(root), cwd=tmp_path).code == 0
+        peaks[count], doc = teardown_peak(lab, root)
+        td = doc["teardown"]
+        assert td["box_reread"] and td["files_on_box_now"] == count, td
+        assert not td["added_on_box"] and not td["changed_on_box"], td
+        assert td["hashed_on_box"] == 0, td
+    per_file = (peaks[5 * n] - peaks[n]) * (1 << 20) / (4 * n)
+    print(f"teardown peak RSS MiB {peaks}; per further file {per_file:.0f} B")
+    # What it holds a file: the marker's and the pulled roster's columns and the stat
+    # answer's numbers (its path string the marker's): ~330 B here. With a dict entry, a
+    # tuple and a second path string a file besides, it was ~570 B.
+    assert per_file < 450, per_file
