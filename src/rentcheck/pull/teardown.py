@@ -23,7 +23,7 @@ from rentcheck.errors import FormatError
 from rentcheck.model import Finding, Severity
 from rentcheck.payload import manifest_builder as builder
 from rentcheck.pull.local_proof import CTIME_SLACK_NS, epoch_ns, local_drift
-from rentcheck.pull.manifest import Manifest, load_manifest, position
+from rentcheck.pull.manifest import Manifest, Roster, load_manifest, position
 from rentcheck.pull.marker import VerifiedMarker, load_verified_marker
 from rentcheck.pull.teardown_rules import (
     BOX_MANIFEST_UNREADABLE,
@@ -155,6 +155,29 @@ class ReadFiles(Mapping[str, NowFile]):
         return len(self._stat) + len(self._found)
 
 
+class RosterFiles(Mapping[str, NowFile]):
+    """A roster rebuilt on the box (``--manifest-now``), path -> (size, mtime_ns, SHA-256),
+    as a view of its columns: nothing made per file until it is looked at."""
+
+    def __init__(self, roster: Roster) -> None:
+        self._roster = roster
+
+    def __getitem__(self, path: str) -> NowFile:
+        at = position(self._roster, path) if isinstance(path, str) else None
+        if at is None:
+            raise KeyError(path)
+        return self._roster.sizes[at], self._roster.mtimes[at], self._roster.entry(at).sha256
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and position(self._roster, path) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._roster.paths)
+
+    def __len__(self) -> int:
+        return len(self._roster)
+
+
 @dataclass(frozen=True)
 class BoxNow:
     """The box as it is now: every file with size, mtime and (where hashed) SHA-256."""
@@ -275,9 +298,7 @@ def box_now_from_manifest(path: str, pulled: Manifest | None) -> BoxNow:
             f"roster ({pulled.created_at.isoformat()}): it may predate the pull",
             hint="rebuild it on the box now (`rentcheck manifest build REMOTE_ROOT` there)",
         )
-    files: dict[str, tuple[int, int, str | None]] = {
-        e.path: (e.size, e.mtime_ns, e.sha256) for e in now.files
-    }
+    files = RosterFiles(now.files)
     return BoxNow(path, files, tuple(left.path for left in now.leftovers), len(files))
 
 
