@@ -12,17 +12,24 @@ and prints the ratio (target: rentcheck no slower than the pair, ratio <= 1.0). 
 is dropped at 50 % (every sshd child serving it is killed) and left to resume on its own; it
 prints the bytes sent after the drop as a share of the tree (target: at most 55 %).
 
-Issue 28 adds two cases, each with the peak RSS of both ends (here: the ``rentcheck pull``
-process; on the box: the roster program, sampled from /proc while it runs):
+Issue 28 adds two cases, each with the peak RSS of both ends (here: the measured process,
+from wait4; on the box: the programs rentcheck ran there, as each reports its own getrusage
+in its answer; nothing samples /proc during a timed run):
 
   - ``--small-files 20000`` files of ``--small-size 512`` bytes: the same pair vs pull,
     ratio (target <= 2.0);
-  - ``--roster-files 1000000`` empty-ish files: ``rentcheck manifest build --host box`` only
-    (the roster crosses the transport: no single-answer cap), its time and peak RSS.
+  - ``--roster-files 1000000`` one-byte files: ``rentcheck manifest build --host box`` only
+    (the roster streams across the transport and is parsed here into columns) vs
+    ``find | xargs sha256sum`` over ssh, ratio, and the peak RSS of both ends.
+
+Print ``uptime`` beside the figures: on a shared machine the load moves them.
+
+  - ``--pull-files 20000``: whole pulls of that many empty files and of 5x as many, the pull's
+    own peak RSS, what each further file costs and that cost at a million.
 
     python benchmarks/pull_throughput.py [--size-mib 2048] [--files 8] [--repeat 1]
-        [--small-files 20000] [--small-size 512] [--roster-files 1000000]
-    (--size-mib 0, --small-files 0 or --roster-files 0 skips that case)
+        [--small-files 20000] [--small-size 512] [--roster-files 1000000] [--pull-files 20000]
+    (--size-mib 0, --small-files 0, --roster-files 0 or --pull-files 0 skips that case)
 """
 
 from __future__ import annotations
@@ -108,49 +115,20 @@ def make_small_tree(root: Path, files: int, size: int) -> None:
         path.write_bytes(os.urandom(size))
 
 
-class BoxPeak:
-    """The peak RSS (VmHWM) of the box's roster program (``python3 -I -S -``), sampled."""
-
-    def __init__(self) -> None:
-        self.kib = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.02):
-            for entry in os.listdir("/proc"):
-                if not entry.isdigit():
-                    continue
-                try:
-                    cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-                    named = os.path.basename(cmd[0]).startswith(b"python3")
-                    if not named or cmd[1:4] != [b"-I", b"-S", b"-"]:
-                        continue
-                    for line in Path(f"/proc/{entry}/status").read_text().splitlines():
-                        if line.startswith("VmHWM:"):
-                            self.kib = max(self.kib, int(line.split()[1]))
-                except (OSError, ValueError):
-                    continue
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join()
-        return self.kib
-
-
-def measured(argv: list[str]) -> tuple[float, int, int]:
-    """Seconds, this end's peak RSS (KiB, from wait4) and the box end's peak RSS (KiB)."""
-    peak = BoxPeak()
+def measured(argv: list[str]) -> tuple[float, int, bytes]:
+    """Seconds, this end's peak RSS (KiB, from wait4) and what the command printed. Nothing
+    samples /proc meanwhile (that took CPU from the measured run only); the box's peak is
+    what its programs report of themselves (getrusage), in the command's JSON."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - start
-    box_kib = peak.stop()
-    if os.waitstatus_to_exitcode(status) != 0:
-        err = proc.stderr.read() if proc.stderr else b""
-        raise SystemExit(f"{argv[3:5]} failed: {err[-800:]!r}")
-    return seconds, usage.ru_maxrss, box_kib
+    with tempfile.TemporaryFile() as said:
+        proc = subprocess.Popen(argv, stdout=said, stderr=subprocess.PIPE)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            err = proc.stderr.read() if proc.stderr else b""
+            raise SystemExit(f"{argv[3:5]} failed: {err[-800:]!r}")
+        said.seek(0)
+        return seconds, usage.ru_maxrss, said.read()
 
 
 def small_files_case(lab: SshLab, work: Path, files: int, size: int, repeat: int) -> None:
@@ -160,7 +138,8 @@ def small_files_case(lab: SshLab, work: Path, files: int, size: int, repeat: int
     here_kib = box_kib = 0
     for i in range(repeat):
         best_base = min(best_base, baseline(lab, box, work / f"small-base{i}"))
-        seconds, here, there = measured(pull_argv(lab, box, work / f"small-pull{i}"))
+        seconds, here, said = measured(pull_argv(lab, box, work / f"small-pull{i}"))
+        there = json.loads(said)["pull"].get("box_peak_rss_kib") or 0
         best_rc, here_kib, box_kib = min(best_rc, seconds), max(here_kib, here), max(box_kib, there)
         shutil.rmtree(work / f"small-base{i}")
         shutil.rmtree(work / f"small-pull{i}")
@@ -168,23 +147,83 @@ def small_files_case(lab: SshLab, work: Path, files: int, size: int, repeat: int
     print(f"  box sha256sum + rsync -a + sha256sum -c : {best_base:7.2f} s")
     print(f"  rentcheck pull (roster+transfer+verify): {best_rc:7.2f} s")
     print(f"  ratio rentcheck / baseline             : {best_rc / best_base:7.2f}x (target <= 2.0)")
-    print(f"  peak RSS: here {here_kib / 1024:.0f} MiB, box {box_kib / 1024:.0f} MiB")
+    print(f"  peak RSS: here {here_kib / 1024:.0f} MiB (wait4), box {box_kib / 1024:.0f} MiB")
     shutil.rmtree(box)
 
 
-def roster_case(lab: SshLab, work: Path, files: int) -> None:
+def roster_baseline(lab: SshLab, box: Path) -> float:
+    """What a careful person runs for a roster: every file's SHA-256 listed on the box over
+    ssh, the sums brought back."""
+    ssh = ["ssh", "-F", str(lab.ssh_config)]
+    start = time.perf_counter()
+    _run([*ssh, "box", f"cd {box} && find . -type f -print0 | xargs -0 sha256sum"])
+    return time.perf_counter() - start
+
+
+def roster_case(lab: SshLab, work: Path, files: int, repeat: int) -> None:
     box = work / "roster-box"
     make_small_tree(box, files, 1)
     out = box / "PULL_MANIFEST.json"  # with --host the roster is written on the box
     argv = [
         sys.executable, "-m", "rentcheck", "manifest", "build", "--host", "box", str(box),
-        "--ssh-config", str(lab.ssh_config),
+        "--ssh-config", str(lab.ssh_config), "--output-format", "json",
     ]  # fmt: skip
-    seconds, here_kib, box_kib = measured(argv)
-    print(f"roster: {files:,} files, `manifest build --host box`")
-    print(f"  {seconds:7.2f} s, roster {out.stat().st_size / MiB:.0f} MiB")
-    print(f"  peak RSS: here {here_kib / 1024:.0f} MiB, box {box_kib / 1024:.0f} MiB")
+    best_base = best_rc = float("inf")
+    here_kib = box_kib = 0
+    for _ in range(repeat):
+        best_base = min(best_base, roster_baseline(lab, box))
+        seconds, here, said = measured(argv)
+        there = json.loads(said)["manifest"].get("box_peak_rss_kib") or 0
+        best_rc, here_kib, box_kib = min(best_rc, seconds), max(here_kib, here), max(box_kib, there)
+    print(f"roster: {files:,} files, `manifest build --host box` (parsed here into columns)")
+    print(f"  box find | xargs sha256sum over ssh     : {best_base:7.2f} s")
+    print(f"  rentcheck manifest build --host        : {best_rc:7.2f} s")
+    print(f"  ratio rentcheck / baseline             : {best_rc / best_base:7.2f}x")
+    print(f"  roster {out.stat().st_size / MiB:.0f} MiB on the box")
+    print(f"  peak RSS: here {here_kib / 1024:.0f} MiB (wait4), box {box_kib / 1024:.0f} MiB")
     shutil.rmtree(box)
+
+
+def linked_tree(root: Path, n: int) -> None:
+    """``n`` empty files, 1,000 to a folder, the others hard links to one per folder: cheap to
+    make, and each still listed, hashed, transferred and verified as a file of its own."""
+    for d in range(0, n, 1000):
+        folder = root / f"step_{d // 1000:05d}"
+        folder.mkdir(parents=True)
+        seed = folder / f"sample_{d:07d}.png"
+        seed.touch()
+        for i in range(d + 1, min(n, d + 1000)):
+            os.link(seed, folder / f"sample_{i:07d}.png")
+
+
+_OWN_PEAK = (
+    "import sys\nfrom rentcheck.cli import main\ncode = main(sys.argv[1:])\n"
+    "status = open('/proc/self/status').read()\n"
+    "print(next(l.split()[1] for l in status.splitlines() if l.startswith('VmHWM')), "
+    "file=sys.stderr)\nsys.exit(code)\n"
+)
+
+
+def pull_memory_case(lab: SshLab, work: Path, files: int) -> None:
+    """A whole ``rentcheck pull`` (text output) of ``files`` and of 5x as many: the pull
+    process's own peak (VmHWM), what each further file costs, and that cost at a million."""
+    peaks = {}
+    for n in (files, 5 * files):
+        box, dest = work / f"mem-box{n}", work / f"mem-pull{n}"
+        linked_tree(box, n)
+        argv = [
+            sys.executable, "-c", _OWN_PEAK, "pull", f"box:{box}", str(dest),
+            "--ssh-config", str(lab.ssh_config), "-q",
+        ]  # fmt: skip
+        done = _run(argv)
+        peaks[n] = int(done.stderr.split()[-1]) / 1024
+        shutil.rmtree(box)
+        shutil.rmtree(dest)
+    per_file = (peaks[5 * files] - peaks[files]) * MiB / (4 * files)
+    at_a_million = peaks[5 * files] + per_file * (1_000_000 - 5 * files) / MiB
+    print(f"pull memory: {files:,} and {5 * files:,} empty files, whole pulls, text output")
+    print(f"  peak RSS here {peaks[files]:.0f} MiB and {peaks[5 * files]:.0f} MiB (VmHWM)")
+    print(f"  {per_file:.0f} B a further file: about {at_a_million:.0f} MiB at 1,000,000 files")
 
 
 def _children(pid: int) -> list[int]:
@@ -234,6 +273,7 @@ def main() -> int:
     parser.add_argument("--small-files", type=int, default=20000, help="0: skip (20000)")
     parser.add_argument("--small-size", type=int, default=512, help="bytes each (512)")
     parser.add_argument("--roster-files", type=int, default=1000000, help="0: skip (1000000)")
+    parser.add_argument("--pull-files", type=int, default=20000, help="and 5x; 0: skip (20000)")
     args = parser.parse_args()
     if shutil.which("rsync") is None or os.geteuid() != 0:
         print("needs root, openssh-server and rsync", file=sys.stderr)
@@ -246,7 +286,9 @@ def main() -> int:
             if args.small_files:
                 small_files_case(lab, work, args.small_files, args.small_size, args.repeat)
             if args.roster_files:
-                roster_case(lab, work, args.roster_files)
+                roster_case(lab, work, args.roster_files, args.repeat)
+            if args.pull_files:
+                pull_memory_case(lab, work, args.pull_files)
             if not args.size_mib:
                 return 0
             box = work / "box"

@@ -21,6 +21,7 @@ PROMISES = {
     "probe.py": (3, 6),
     "jobprobe.py": (3, 6),
     "manifest_builder.py": (3, 7),
+    "roster_answer.py": (3, 7),
     "shim/sitecustomize.py": (3, 8),
     "zygote_serve.py": (3, 8),
 }
@@ -109,6 +110,50 @@ def test_the_manifest_builder_runs_under_its_oldest_python(tmp_path: Path) -> No
     assert ran.returncode == 0, (version, ran.stderr)
     doc = json.loads((root / "PULL_MANIFEST.json").read_text())
     assert [f["path"] for f in doc["files"]] == ["ckpt/last.pt"]
+
+
+@pytest.mark.parametrize("mode", ["roster", "stat", "hash"])
+def test_the_roster_answer_runs_under_its_oldest_python(tmp_path: Path, mode: str) -> None:
+    """Each request, answered by the oldest promised Python, with the answer spooled (a
+    tiny inline bound) and read back whole: the head line, then the compressed payload."""
+    import zlib
+
+    from rentcheck.pull.remote_roster import remote_program
+
+    python, version = _oldest(PROMISES["roster_answer.py"])
+    root = tmp_path / "run"
+    (root / "ckpt").mkdir(parents=True)
+    (root / "ckpt" / "last.pt").write_bytes(b"x" * 1000)
+    (root / "ckpt" / "next.pt.tmp").write_bytes(b"y")
+    request = {"mode": mode, "root": str(root), "paths": ["ckpt/last.pt", "gone"],
+               "inline_max": 64, "write": mode == "roster"}  # fmt: skip
+    ran = subprocess.run(
+        [python, "-I", "-S", "-"], input=remote_program(request),
+        capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, (version, ran.stderr.decode())
+    line, _, rest = ran.stdout.partition(b"\n")
+    head = json.loads(line)
+    assert head["ok"] and head["python"] == "{}.{}".format(*version) and head["peak_rss_kib"] > 0
+    if "spool" in head:
+        with open(head["spool"], "rb") as spooled:
+            rest = spooled.read()
+        os.unlink(head["spool"])
+    payload = zlib.decompress(rest)
+    if mode == "roster":
+        assert payload == (root / "PULL_MANIFEST.json").read_bytes()
+        doc = json.loads(payload)
+        assert [f["path"] for f in doc["files"]] == ["ckpt/last.pt"]
+        assert [left["path"] for left in doc["leftovers"]] == ["ckpt/next.pt.tmp"]
+    elif mode == "stat":
+        rows = [row for line in payload.splitlines() for row in json.loads(line)]
+        assert [(row[0], row[1]) for row in rows] == [
+            ("ckpt/last.pt", 1000),
+            ("ckpt/next.pt.tmp", 1),
+        ]
+    else:
+        doc = json.loads(payload)
+        assert [f["path"] for f in doc["files"]] == ["ckpt/last.pt"] and doc["missing"] == ["gone"]
 
 
 def test_the_shim_and_fork_server_load_under_their_oldest_python(tmp_path: Path) -> None:

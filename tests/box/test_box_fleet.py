@@ -235,6 +235,12 @@ def test_every_box_gate_is_an_item_per_host_on_one_connection(
          ("watch", "h3-small", "pass"), ("watch", "h4-down", "fail")]
     )  # fmt: skip
     assert all(json.loads(e)["via"] == "pytest" for e in ledger if '"launch"' not in e)
+    # Each watch's evidence crossed from its xdist worker to the controller, which wrote it:
+    # the session the box named (and where it saves), as `rentcheck watch` records it.
+    watched = [
+        e for e in map(json.loads, ledger) if e["gate"] == "watch" and e["verdict"] == "pass"
+    ]
+    assert [e["evidence"].get("session") for e in watched] == [session] * 3, watched
     states = sorted(p.name for p in (pytester.path / ".rentcheck" / "watch").iterdir())
     assert states == [f"{name}-{session}.json" for name in ("h1", "h2", "h3-small")]
 

@@ -209,6 +209,42 @@ def test_a_million_entry_roster_parses_and_checks_in_bounded_memory(tmp_path: Pa
     assert peak_mib < 300, peak_mib
 
 
+def test_a_million_entry_roster_streamed_from_the_box_parses_in_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    """The same 1,000,000 entries as the box sends them to ``rentcheck pull``: compressed,
+    spooled to a file there, read back a piece at a time over exec requests (here the local
+    box: real subprocesses), decompressed a piece at a time and parsed into columns as they
+    arrive; the spool is deleted afterwards. The peak stays what the columns cost."""
+    n = 1_000_000
+    path = tmp_path / "PULL_MANIFEST.json"
+    write_roster(path, n, sha=lambda i: f"{i:064x}", size=4096)
+    peak_mib = peak_rss_mib(f"""
+        import io, os, tempfile, zlib
+        from rentcheck.box.transport import LocalBox
+        from rentcheck.pull.manifest import MAX_MANIFEST_BYTES, read_manifest
+        from rentcheck.pull import remote_roster
+        from rentcheck.pull.remote_roster import _Answer
+        remote_roster.SPOOL_PIECE = 1 << 20  # this roster packs tight: more pieces than 8 MiB
+        fd, spool = tempfile.mkstemp(prefix="rentcheck-answer-", dir={str(tmp_path)!r})
+        pack = zlib.compressobj(1)
+        with open({str(path)!r}, "rb") as source, os.fdopen(fd, "wb") as out:
+            while chunk := source.read(1 << 20):
+                out.write(pack.compress(chunk))
+            out.write(pack.flush())
+        head = {{"spool": spool, "spool_bytes": os.path.getsize(spool)}}
+        assert head["spool_bytes"] > 4 << 20, head  # read back in several pieces
+        answer = _Answer(LocalBox(), head, b"", timeout=120, what="t", limit=MAX_MANIFEST_BYTES)
+        with answer, io.BufferedReader(answer, 1 << 20) as source:
+            manifest = read_manifest(source)
+        assert not os.path.exists(spool)
+        assert len(manifest.files) == {n} and manifest.total_bytes == {4096 * n}
+        assert manifest.files[-1].path == "run/step_00999/sample_0999999.png"
+    """)
+    print(f"peak RSS {peak_mib:.0f} MiB for {n:,} entries streamed from a spool")
+    assert peak_mib < 300, peak_mib
+
+
 def linked_tree(root: Path, n: int) -> None:
     """``n`` empty files named as ``write_roster`` lists them, 1,000 to a folder: one real
     file per folder, the others hard links to it (cheap to make: a name, not an inode)."""

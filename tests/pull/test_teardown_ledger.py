@@ -18,6 +18,7 @@ import pwd
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from rentcheck.ledger import LEDGER_SCHEMA, append_entry
 from tests.box.sshdkit import SshLab, wait_until
 
 JOB = r"""
@@ -95,14 +97,16 @@ class Box:
         (self.control / "stop").write_text("")
         wait_until(lambda: "exit_status" in _status(session), "the job did not end", 60)
 
-    def pull(self, remote: Path, local: str) -> None:
-        res = self.cli("pull", f"box:{remote}", local, *self.ssh, cwd=self.project)
+    def pull(self, remote: Path, local: str, project: Path | None = None) -> None:
+        res = self.cli("pull", f"box:{remote}", local, *self.ssh, cwd=project or self.project)
         assert res.code == 0, res.out + res.err
 
-    def teardown(self, local: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    def teardown(
+        self, local: str, *extra: str, project: Path | None = None
+    ) -> tuple[int, dict[str, Any]]:
         res = self.cli(
             "teardown", "--verified", local, "--profile", "runpod", "--approve",
-            "--output-format", "json", *extra, cwd=self.project,
+            "--output-format", "json", *extra, cwd=project or self.project,
         )  # fmt: skip
         assert res.code in (0, 1), res.out + res.err
         return res.code, json.loads(res.out)
@@ -281,3 +285,79 @@ def test_a_process_rentcheck_did_not_start_writing_under_the_root_refuses(box: B
         writer.kill()
         writer.wait()
     assert box.teardown("results", "--host", "box", *box.ssh)[0] == 0
+
+
+def test_a_checkpoint_dir_only_a_watch_saw_outside_the_pulled_root_refuses_until_pulled(
+    box: Box, cli: Any, tmp_path: Path
+) -> None:
+    outside = box.run.parent / "ckpt-watched"
+    session = box.job(ckpt=str(outside))  # launched from box.project: not the ledger below
+    other = tmp_path / "other-project"
+    other.mkdir()
+    # Here only a watch has seen the job: it records where the box says it saves.
+    watched = cli("watch", "--host", "box", *box.ssh, "--session", session, cwd=other)
+    assert "ckpt" in watched.out, watched.out + watched.err
+    ledger = other / ".rentcheck" / "ledger.jsonl"
+    [watch] = [e for e in map(json.loads, ledger.read_text().splitlines())]
+    assert watch["gate"] == "watch" and watch["evidence"]["checkpoint_dir"] == str(outside)
+    assert watch["evidence"]["newest_checkpoint"] == str(outside / "step_1.txt")
+    box.finish(session)
+
+    def teardown(local: str) -> tuple[int, dict[str, Any]]:
+        res = cli(
+            "teardown", "--host", "box", *box.ssh, "--verified", local, "--profile", "runpod",
+            "--approve", "--output-format", "json", cwd=other,
+        )  # fmt: skip
+        assert res.code in (0, 1), res.out + res.err
+        return res.code, json.loads(res.out)
+
+    assert cli("pull", f"box:{box.run}", "results", *box.ssh, cwd=other).code == 0
+    code, doc = teardown("results")
+    assert code == 1 and set(errors(doc)) == {"RC807"}
+    [named] = errors(doc)["RC807"]  # the newest checkpoint inside it is not named twice
+    assert named["path"] == str(outside) and "recorded by watch" in named["message"]
+    assert f"rentcheck pull box:{box.run.parent} LOCAL_ROOT" in named["message"]
+    assert doc["teardown"]["paths_recorded"] == 2
+
+    assert cli("pull", f"box:{box.run.parent}", "everything", *box.ssh, cwd=other).code == 0
+    code, doc = teardown("everything")
+    assert code == 0, doc["results"]
+    assert (doc["teardown"]["paths_recorded"], doc["teardown"]["paths_covered"]) == (2, 2)
+
+
+def test_a_watch_run_as_a_pytest_item_records_the_checkpoint_dir_teardown_then_refuses(
+    box: Box, tmp_path: Path
+) -> None:
+    outside = box.run.parent / "ckpt-watched"
+    session = box.job(ckpt=str(outside))  # launched from box.project: not the ledger below
+    other = tmp_path / "other-project"
+    other.mkdir()
+    (other / "pytest.ini").write_text("[pytest]\n")
+    # Here the ledger knows the launch by its session only (no pid, no checkpoint dir): the
+    # watch item's prerequisite and the session it watches. Only the watch sees where it saves.
+    launched = {"schema": LEDGER_SCHEMA, "gate": "launch", "verdict": "pass", "host": "box"}
+    append_entry(
+        str(other), {**launched, "unix_time": time.time(), "evidence": {"session": session}}
+    )
+    ran = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+         "-v", "--rentcheck-gate", "watch", "-k", "watch", "--rentcheck-audit", "box",
+         f"--rentcheck-ssh-config={box.lab.ssh_config}"],
+        cwd=other, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert "rentcheck-watch[box]" in ran.stdout, ran.stdout + ran.stderr
+    ledger = other / ".rentcheck" / "ledger.jsonl"
+    [watch] = [e for e in map(json.loads, ledger.read_text().splitlines()) if e["gate"] == "watch"]
+    assert watch["via"] == "pytest" and watch["host"] == "box"
+    assert watch["evidence"]["checkpoint_dir"] == str(outside)
+    assert watch["evidence"]["session"] == session
+    box.finish(session)
+
+    box.pull(box.run, "results", project=other)
+    code, doc = box.teardown("results", "--host", "box", *box.ssh, project=other)
+    assert code == 1 and set(errors(doc)) == {"RC807"}, doc["results"]
+    [named] = errors(doc)["RC807"]
+    assert named["path"] == str(outside) and "recorded by watch" in named["message"]
+    box.pull(box.run.parent, "everything", project=other)
+    code, doc = box.teardown("everything", "--host", "box", *box.ssh, project=other)
+    assert code == 0, doc["results"]

@@ -14,7 +14,14 @@ if TYPE_CHECKING:
     from rentcheck.config import Config
     from rentcheck.gates.judge import GateResult
 
-__all__ = ["WatchRun", "last_launch_session", "watch_result", "watch_runner", "with_ledger_session"]
+__all__ = [
+    "WatchRun",
+    "last_launch_session",
+    "watch_evidence",
+    "watch_result",
+    "watch_runner",
+    "with_ledger_session",
+]
 
 
 @dataclass
@@ -79,9 +86,36 @@ def watch_result(config: Config, host: str, given: dict[str, Any], box: Box) -> 
             "watch_history": history,
         },
         seen={"jobs": 1 if isinstance(facts.get("status"), dict) else 0},
+        evidence=watch_evidence(facts),
     )
     result.headline = (outcome.line,)
     return WatchRun(result, outcome)
+
+
+PATH_MAX = 4096  # a longer path cannot be opened on Linux: it names nothing to keep
+
+
+def watch_evidence(facts: dict[str, Any]) -> dict[str, str]:
+    """What this watch saw on the box that teardown must find covered by the verified pull:
+    the job's session, the checkpoint directory the probe looked in and its newest file.
+    The box's own words (its status file may name a directory the ledger's launch did not:
+    a relaunch, a job started from another project), kept as text for teardown to ask the
+    box about again; never used here as a path."""
+    evidence: dict[str, str] = {}
+    status = facts.get("status")
+    session = status.get("session") if isinstance(status, dict) else None
+    if isinstance(session, str) and session:
+        evidence["session"] = session[:PATH_MAX]
+    checkpoint = facts.get("checkpoint")
+    newest = checkpoint.get("newest") if isinstance(checkpoint, dict) else None
+    places = (
+        ("checkpoint_dir", checkpoint.get("dir") if isinstance(checkpoint, dict) else None),
+        ("newest_checkpoint", newest.get("path") if isinstance(newest, dict) else None),
+    )
+    for key, value in places:
+        if isinstance(value, str) and value and len(value) <= PATH_MAX and "\0" not in value:
+            evidence[key] = value
+    return evidence
 
 
 HISTORY = 500  # watches kept per launch: the report draws step and headroom over time

@@ -91,8 +91,6 @@ def run_build(args: argparse.Namespace) -> int:
 def _build_on_box(args: argparse.Namespace, config: Config) -> int:
     """``manifest build --host H ROOT``: the builder runs on the box over one exec and writes
     ROOT/PULL_MANIFEST.json there; the roster's bytes come back for the summary."""
-    import hashlib
-    import json
     import posixpath
 
     from rentcheck.box.transport import close_all, open_box
@@ -110,10 +108,19 @@ def _build_on_box(args: argparse.Namespace, config: Config) -> int:
         roster = build_roster(box, args.root, run_id=args.run_id, write=True, timeout=args.timeout)
     finally:
         close_all()
-    doc = json.loads(roster.data)
+    manifest = roster.manifest  # parsed and validated as it streamed in, held in columns
+    doc = {
+        "run_id": manifest.run_id,
+        "totals": {"files": len(manifest.files), "bytes": manifest.total_bytes},
+        "leftovers": [
+            {"path": left.path, "size": left.size, "reason": left.reason}
+            for left in manifest.leftovers
+        ],
+        "box_peak_rss_kib": roster.box_peak_rss_kib,
+    }
     where = posixpath.join(roster.root, _MANIFEST)
     where = where if args.host == "local" else f"{args.host}:{where}"
-    digest = "sha256:" + hashlib.sha256(roster.data).hexdigest()
+    digest = "sha256:" + manifest.sha256
     return _report_build(args, config, where, doc, digest)
 
 
@@ -144,7 +151,18 @@ def _report_build(
     result = GateResult(
         "pull",
         findings,
-        extras={"manifest": {"path": where, "run_id": doc["run_id"], "totals": totals}},
+        extras={
+            "manifest": {
+                "path": where,
+                "run_id": doc["run_id"],
+                "totals": totals,
+                **(
+                    {"box_peak_rss_kib": doc["box_peak_rss_kib"]}
+                    if "box_peak_rss_kib" in doc
+                    else {}
+                ),
+            }
+        },
         files_checked=totals["files"],
         evidence={"manifest": digest},
         headline=(wrote,),

@@ -230,10 +230,15 @@ def _pull_one(
     headline: tuple[str, ...] = ()
     proved = None
     digest = None
+    files = len(outcome.manifest.files) if outcome.manifest else 0
     if outcome.manifest is not None:
         digest = "sha256:" + outcome.manifest.sha256
     if outcome.transferred:
         source = {"host": host, "remote_root": outcome.box_root, "run_id": outcome.manifest.run_id}  # type: ignore[union-attr]
+        said = _pull_said(outcome)
+        # verify reads the roster again from PULL_MANIFEST.json: the pull's copy goes first,
+        # so a million-file pull holds one roster at a time, not two.
+        outcome.manifest = None
         _, verified, _ = verify_and_mark(
             args,
             config,
@@ -244,13 +249,13 @@ def _pull_one(
         )
         findings += verified.findings
         extras.update(verified.extras)
-        headline = (_pull_said(outcome), *verified.headline)
+        headline = (said, *verified.headline)
         proved = verified.proved
     return GateResult(
         "pull",
         findings,
         extras=extras,
-        files_checked=len(outcome.manifest.files) if outcome.manifest else 0,
+        files_checked=files,
         host=host,
         evidence={"manifest": digest} if digest else {},
         headline=headline,

@@ -10,6 +10,7 @@ worker) appends one ledger line per gate (and host). Importing this module stays
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,9 @@ FAILING_PROPERTY = "rentcheck_failing"
 ALSO_PROPERTY = "rentcheck_also_gate"
 # The manifest digest the item's pull, verify or teardown was about (the ledger's evidence).
 MANIFEST_PROPERTY = "rentcheck_manifest"
+# The GateResult's evidence and pass_evidence (JSON text: a report crosses from an xdist
+# worker to the controller), recorded by the controller as the CLI records them.
+EVIDENCE_PROPERTY = "rentcheck_evidence"
 _REQUESTED = pytest.StashKey[frozenset[str]]()
 
 
@@ -104,6 +108,9 @@ class GateItem(pytest.Item):
         from rentcheck.gates.judge import failing_lines, headline_of, judge
         from rentcheck.gates.table import gate_named
 
+        if result.evidence or result.pass_evidence:
+            given = {"evidence": result.evidence, "pass_evidence": result.pass_evidence}
+            self.user_properties.append((EVIDENCE_PROPERTY, json.dumps(given, sort_keys=True)))
         row = gate_named(self.gate)
         verdict = judge(config, result, section=row.section, proves=row.proves)
         if verdict.failing:
@@ -332,6 +339,10 @@ class GateRecorder:
                 entry["codes"].update(str(codes).split(","))
             if props.get(MANIFEST_PROPERTY):
                 entry["manifest"] = str(props[MANIFEST_PROPERTY])
+            if name == gate and props.get(EVIDENCE_PROPERTY):
+                given = json.loads(str(props[EVIDENCE_PROPERTY]))
+                for kind in ("evidence", "pass_evidence"):
+                    entry.setdefault(kind, {}).update(given.get(kind) or {})
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput") or not self.outcomes:
@@ -353,6 +364,8 @@ class GateRecorder:
                 failing=sorted(outcome["codes"]) or (["test"] if failed else []),
                 findings=len(failed),
                 host=host,
+                evidence=outcome.get("evidence"),
+                pass_evidence=outcome.get("pass_evidence"),
             )
 
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:

@@ -139,7 +139,8 @@ class GateRun:
             findings=len(verdict.findings),
             host=result.host,
             profile=result.profile,
-            evidence={**result.evidence, **(result.pass_evidence if verdict.passed else {})},
+            evidence=result.evidence,
+            pass_evidence=result.pass_evidence,
         )
 
     def record_outcome(
@@ -151,8 +152,10 @@ class GateRun:
         host: str | None = None,
         profile: str | None = None,
         evidence: Mapping[str, str | None] | None = None,
+        pass_evidence: Mapping[str, str | None] | None = None,
     ) -> str | None:
-        """Append one ledger line (the pytest controller calls this with its items' outcome)."""
+        """Append one ledger line (the pytest controller calls this with its items' outcome
+        and evidence). ``pass_evidence`` (what means "released") is kept only when it passed."""
         entry = ledger_entry(
             self,
             passed=passed,
@@ -160,7 +163,7 @@ class GateRun:
             findings=findings,
             host=host,
             profile=profile,
-            evidence=evidence or {},
+            evidence={**(evidence or {}), **((pass_evidence or {}) if passed else {})},
         )
         try:
             return append_entry(self.root, entry)

@@ -4,7 +4,8 @@ Each runs where rentcheck is not installed, in an interpreter rentcheck does not
 - ``probe.py`` (Python 3.6+) and ``jobprobe.py`` (appended to the probe) on the rented box,
   sent over SSH on stdin by the audit, launch and watch gates;
 - ``manifest_builder.py`` (Python 3.7+) on the box, hashing the run's files into the roster
-  (rentcheck also imports it locally: one definition of the roster's rules);
+  (rentcheck also imports it locally: one definition of the roster's rules), and
+  ``roster_answer.py`` (Python 3.7+) that runs it there and streams its answer back;
 - ``shim/sitecustomize.py`` (Python 3.8+) in every Python process of a smoke or resume run,
   put first on its ``PYTHONPATH`` (the directory ``SHIM_DIR``);
 - ``zygote_serve.py`` (Python 3.8+), the fork server of a resume chain, in the project's

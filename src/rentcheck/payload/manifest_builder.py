@@ -41,7 +41,7 @@ import socket
 import stat
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -367,6 +367,59 @@ def build_manifest(
     return doc
 
 
+def manifest_pieces(
+    root: str,
+    run_id: str | None = None,
+    jobs: int | None = None,
+    with_blake3: bool = True,
+    *,
+    exclude: tuple[str, ...] = (),
+    summary: dict[str, Any] | None = None,
+) -> Iterator[bytes]:
+    """The manifest of ``root`` as consecutive pieces of its bytes, produced as the tree is
+    walked and hashed (exactly ``dumps(build_manifest(...))``; ``created_at`` is the time the
+    build started): memory does not grow with the file count. ``summary``, when given, is
+    filled with the manifest less its ``files`` once the last piece is out. A ROOT that is
+    no directory or a bad run id is refused here, before any piece."""
+    doc = _header(root, run_id)
+    leftovers: list[dict[str, Any]] = []
+    rest = {k: v for k, v in doc.items() if k != "created_at"}
+    rest["leftovers"] = leftovers  # filled as the walk goes, written after the files
+    entries = iter_entries(root, jobs, with_blake3, exclude, leftovers)
+    pieces = render_pieces(doc["created_at"], entries, rest)
+    return _then(pieces, lambda: summary.update(doc, **rest) if summary is not None else None)
+
+
+def _then(pieces: Iterator[bytes], done: Any) -> Iterator[bytes]:
+    yield from pieces
+    done()
+
+
+def render_pieces(
+    created_at: str, entries: Iterable[dict[str, Any]], rest: dict[str, Any]
+) -> Iterator[bytes]:
+    """A manifest's bytes from its entries (in order) and its other top-level values
+    (``rest``: host, leftovers, run_id, schema, tool; ``totals`` is set here, counted as the
+    entries go by), a few hundred entries a piece: exactly ``dumps`` of the whole document."""
+    head = _json({"created_at": created_at})
+    yield (head[: -len("\n}")] + ',\n  "files": [').encode()
+    count = nbytes = 0
+    sep = "\n"
+    batch: list[str] = []
+    for entry in entries:
+        batch.append(sep + _entry_text(entry))
+        sep = ",\n"
+        count += 1
+        nbytes += entry["size"]
+        if len(batch) >= 256:  # a few dozen KB a piece: few calls, little held
+            yield "".join(batch).encode()
+            batch = []
+    if batch:
+        yield "".join(batch).encode()
+    rest["totals"] = {"files": count, "bytes": nbytes}
+    yield (("\n  ]," if count else "],") + _json(rest)[1:] + "\n").encode()
+
+
 def write_manifest(
     root: str,
     output: str,
@@ -377,22 +430,14 @@ def write_manifest(
     """Stream the manifest of ``root`` into ``output`` atomically; the manifest without its
     ``files`` (for the summary). The bytes are exactly ``dumps(build_manifest(...))``:
     ``created_at`` is the time the build started."""
-    doc = _header(root, run_id)
-    leftovers: list[dict[str, Any]] = []
-    count = nbytes = 0
-    with AtomicFile(output) as out:
-        head = _json({"created_at": doc["created_at"]})
-        out.write((head[: -len("\n}")] + ',\n  "files": [').encode())
-        sep = "\n"
-        for entry in iter_entries(root, jobs, with_blake3, (output, out.tmp), leftovers):
-            out.write((sep + _entry_text(entry)).encode())
-            sep = ",\n"
-            count += 1
-            nbytes += entry["size"]
-        doc.update(leftovers=leftovers, totals={"files": count, "bytes": nbytes})
-        tail = {k: v for k, v in doc.items() if k != "created_at"}
-        out.write((("\n  ]," if count else "],") + _json(tail)[1:] + "\n").encode())
-    return doc
+    summary: dict[str, Any] = {}
+    target = AtomicFile(output)
+    exclude = (output, target.tmp)
+    pieces = manifest_pieces(root, run_id, jobs, with_blake3, exclude=exclude, summary=summary)
+    with target as out:
+        for piece in pieces:
+            out.write(piece)
+    return summary
 
 
 def _json(value: Any) -> str:

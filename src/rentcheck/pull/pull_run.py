@@ -13,17 +13,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
+import tempfile
 import time
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple, overload
 
 from rentcheck.errors import FormatError, RemoteError
 from rentcheck.model import Finding
 from rentcheck.payload import manifest_builder as builder
-from rentcheck.pull.manifest import Manifest, parse_manifest
+from rentcheck.pull.manifest import Manifest, Roster, load_manifest
 from rentcheck.pull.remote_roster import (
     BoxRoster,
     BoxTree,
@@ -72,6 +74,7 @@ class PullOutcome:
     repulled: list[str] = field(default_factory=list)
     refetched: list[str] = field(default_factory=list)  # stale here: fetched again whole
     seconds: float = 0.0
+    box_peak_rss_kib: int | None = None  # the peak of the programs it ran on the box
 
     @property
     def transferred(self) -> bool:
@@ -94,6 +97,7 @@ class PullOutcome:
             "repulled": self.repulled,
             "refetched": self.refetched,
             "seconds": round(self.seconds, 3),
+            "box_peak_rss_kib": self.box_peak_rss_kib,
         }
 
 
@@ -114,24 +118,29 @@ def pull_to(request: PullRequest, progress: Progress | None = None) -> PullOutco
     started = time.monotonic()
     outcome = PullOutcome(request)
     local_root = os.path.abspath(request.local_root)
+    # The roster's exact bytes as they stream in (parsed into columns meanwhile): written
+    # into LOCAL_ROOT only once nothing is refused, never held whole here.
+    kept = tempfile.TemporaryFile(prefix="rentcheck-roster-")  # noqa: SIM115 - closed below
     try:
         box = open_box(
             request.host, ssh_config=request.ssh_config, connect_timeout=request.connect_timeout
         )
-        roster = build_roster(
-            box,
-            request.remote_root,
-            run_id=request.run_id,
-            write=request.write_manifest,
-            timeout=request.timeout,
-        )
-        outcome.box_root = roster.root
         try:
-            manifest = parse_manifest(roster.data)
+            roster = build_roster(
+                box,
+                request.remote_root,
+                run_id=request.run_id,
+                write=request.write_manifest,
+                timeout=request.timeout,
+                keep=kept,
+            )
         except FormatError as exc:
             message = f"the box's roster was refused, nothing was pulled: {exc.message}"
             outcome.findings.append(_finding(ROSTER_UNSAFE, message))
             return outcome
+        manifest = roster.manifest
+        outcome.box_root = roster.root
+        outcome.box_peak_rss_kib = roster.box_peak_rss_kib
         outcome.findings += _refusals(local_root, manifest)
         if outcome.findings:
             return outcome
@@ -141,7 +150,7 @@ def pull_to(request: PullRequest, progress: Progress | None = None) -> PullOutco
         os.makedirs(local_root, exist_ok=True)
         if progress is not None:
             progress.start(manifest.total_bytes, len(manifest.files))
-        doc = _transfer_until_still(
+        rehashed = _transfer_until_still(
             request,
             endpoint=endpoint,
             roster=roster,
@@ -151,15 +160,53 @@ def pull_to(request: PullRequest, progress: Progress | None = None) -> PullOutco
         )
         if any(f.code in (PULL_INCOMPLETE, LOCAL_DISK_FULL) for f in outcome.findings):
             return outcome
-        data = roster.data if doc is None else builder.dumps(doc)
         path = os.path.join(local_root, builder.MANIFEST_NAME)
-        builder.atomic_write_bytes(path, data)
-        outcome.manifest = parse_manifest(data)
+        if rehashed:
+            _write_rehashed(path, manifest, rehashed)
+            outcome.manifest = load_manifest(path)
+        else:
+            kept.seek(0)
+            with builder.AtomicFile(path) as out:
+                while piece := kept.read(1 << 20):
+                    out.write(piece)
         outcome.manifest_path = path
         return outcome
     finally:
+        kept.close()
         outcome.seconds = time.monotonic() - started
         close_host(request.host, ssh_config=request.ssh_config)
+
+
+def _write_rehashed(path: str, manifest: Manifest, rehashed: dict[str, dict[str, Any]]) -> None:
+    """PULL_MANIFEST.json: the box's roster with the entries re-hashed after they changed
+    during the pull in place, written a piece at a time (atomically)."""
+    rest: dict[str, Any] = {
+        "host": manifest.host,
+        "leftovers": [
+            {"path": left.path, "reason": left.reason, "size": left.size}
+            for left in manifest.leftovers
+        ],
+        "run_id": manifest.run_id,
+        "schema": manifest.schema,
+    }
+    if manifest.tool is not None:
+        rest["tool"] = manifest.tool
+
+    def entries() -> Iterator[dict[str, Any]]:
+        for e in manifest.files:
+            again = rehashed.get(e.path)
+            if again is not None:
+                yield again
+                continue
+            entry = {"path": e.path, "size": e.size, "mtime_ns": e.mtime_ns, "sha256": e.sha256}
+            if e.blake3 is not None:
+                entry["blake3"] = e.blake3
+            yield entry
+
+    created = manifest.created_at.isoformat(timespec="seconds")
+    with builder.AtomicFile(path) as out:
+        for piece in builder.render_pieces(created, entries(), rest):
+            out.write(piece)
 
 
 def _refusals(local_root: str, manifest: Manifest) -> list[Finding]:
@@ -181,24 +228,25 @@ def _transfer_until_still(
     outcome: PullOutcome,
     progress: Progress | None,
     deadline: float,
-) -> dict[str, Any] | None:
+) -> dict[str, dict[str, Any]]:
     """Transfer, re-read the box, re-pull what changed meanwhile (whole), up to ROUNDS times.
-    The roster with re-hashed entries (None: the box's roster held)."""
+    The entries re-hashed on the box meanwhile, by path (empty: the box's roster held)."""
 
     from rentcheck.pull.stale import stale_local_files
 
     assert outcome.manifest is not None  # noqa: S101 - set by the caller
-    doc: dict[str, Any] | None = None
+    rehashed: dict[str, dict[str, Any]] = {}
     local_root = os.path.abspath(request.local_root)
+    files = outcome.manifest.files
     stale = stale_local_files(local_root, outcome.manifest)
-    wants = [Want(e.path, e.size) for e in outcome.manifest.files if e.path not in stale]
+    wants: Sequence[Want] = RosterWants(files, stale, whole=False)
     # Rewritten on the box since the local copy was made: no append repairs them.
-    whole = [Want(e.path, e.size) for e in outcome.manifest.files if e.path in stale]
+    whole: Sequence[Want] = RosterWants(files, stale, whole=True)
     outcome.refetched = sorted(stale)
     short = _space_short(local_root, wants, whole)
     if short is not None:
         outcome.findings.append(_finding(LOCAL_DISK_FULL, short))
-        return doc
+        return rehashed
     vanished: set[str] = set()
     for round_ in range(ROUNDS + 1):
         if wants and _transfer_failed(
@@ -210,7 +258,7 @@ def _transfer_until_still(
             deadline=deadline,
             round_=round_,
         ):
-            return doc
+            return rehashed
         if whole and _transfer_failed(
             request,
             endpoint=endpoint,
@@ -220,14 +268,19 @@ def _transfer_until_still(
             deadline=deadline,
             round_=round_ + 1,  # whole files, to a temp name, renamed when complete
         ):
-            return doc
+            return rehashed
         whole = []
         box = endpoint.open()
-        tree = _stat_with_retry(endpoint, box, request.timeout)
-        entries_now = outcome.manifest.files if doc is None else _entries(doc)
-        changed = [e for e in entries_now if e.path not in vanished and _moved(tree, e)]
+        tree = _stat_with_retry(endpoint, box, request.timeout, files)
+        if tree.box_peak_rss_kib is not None:
+            outcome.box_peak_rss_kib = max(outcome.box_peak_rss_kib or 0, tree.box_peak_rss_kib)
+        changed = [
+            entry
+            for entry in _entries(files, rehashed)
+            if entry.path not in vanished and _moved(tree, entry)
+        ]
         if not changed:
-            return doc
+            return rehashed
         if round_ == ROUNDS:
             for e in changed:
                 now = tree.files.get(e.path)
@@ -241,10 +294,9 @@ def _transfer_until_still(
                     f"{e.mtime_ns} before; {after}), {ROUNDS} times"
                 )
                 outcome.findings.append(_finding(CHANGED_DURING_PULL, message, e.path))
-            return doc
+            return rehashed
         hashed = hash_files(box, roster.root, [e.path for e in changed], timeout=request.timeout)
-        doc = doc or json.loads(roster.data)
-        _replace(doc, hashed.entries)
+        rehashed.update(hashed.entries)
         vanished |= hashed.missing
         for path in sorted(hashed.missing):
             message = "vanished from the box while it was pulled"
@@ -257,25 +309,26 @@ def _transfer_until_still(
         wants = [Want(p, int(hashed.entries[p]["size"])) for p in sorted(hashed.entries)]
         outcome.repulled += sorted(hashed.entries)
         if not wants and not hashed.unstable:
-            return doc
-    return doc
+            return rehashed
+    return rehashed
 
 
 def _transfer_failed(
     request: PullRequest,
     *,
     endpoint: Endpoint,
-    wants: list[Want],
+    wants: Sequence[Want],
     outcome: PullOutcome,
     progress: Progress | None,
     deadline: float,
     round_: int,
 ) -> bool:
-    """One round's transfer (first: resume; later: whole files); True when it gave up."""
-    from rentcheck.box.transport import close_host
+    """One round's transfer (first: resume; later: whole files); True when it gave up.
 
-    if outcome.method == "rsync":  # rsync brings its own connection; ours would idle meanwhile
-        close_host(request.host, ssh_config=request.ssh_config)
+    rsync brings its own connection; ours stays open meanwhile (idle, its keepalives keep it
+    so), so the re-read of the box after the transfer needs no second login (a pull of many
+    small files paid one: about a tenth of its time). A connection the box dropped meanwhile
+    is opened again by ``_stat_with_retry``."""
     attempts = pull_files(
         endpoint,
         os.path.abspath(request.local_root),
@@ -323,7 +376,7 @@ def _free_words(local_root: str) -> str:
         return f"its free space cannot be read ({exc.strerror})"
 
 
-def _space_short(local_root: str, wants: list[Want], whole: list[Want]) -> str | None:
+def _space_short(local_root: str, wants: Sequence[Want], whole: Sequence[Want]) -> str | None:
     """Why LOCAL_ROOT's disk cannot take this pull (None: it can): what is still to come
     (appends: the rest of each file; whole files: all of it, beside the old copy)."""
     from rentcheck.pull.progress import human_bytes
@@ -349,39 +402,75 @@ def _local_size(local_root: str, rel: str) -> int:
         return 0
 
 
-def _moved(tree: BoxTree, entry: Any) -> bool:
+def _moved(tree: BoxTree, entry: _Entry) -> bool:
     """Whether a roster entry's file is gone from the box or has another size or mtime."""
     now = tree.files.get(entry.path)
     return now is None or (now.size, now.mtime_ns) != (entry.size, entry.mtime_ns)
 
 
-def _stat_with_retry(endpoint: Endpoint, box: Any, timeout: float) -> Any:
+def _stat_with_retry(endpoint: Endpoint, box: Any, timeout: float, files: Roster) -> Any:
     from rentcheck.box.transport import close_host
 
+    known = files.paths if files.is_sorted else ()  # shared strings: numbers only per file
     try:
-        return stat_roster(box, endpoint.root, timeout=timeout)
+        return stat_roster(box, endpoint.root, timeout=timeout, known=known)
     except RemoteError:
         close_host(endpoint.host, ssh_config=endpoint.ssh_config)
-        return stat_roster(endpoint.open(), endpoint.root, timeout=timeout)
+        return stat_roster(endpoint.open(), endpoint.root, timeout=timeout, known=known)
 
 
-class _Entry:
-    __slots__ = ("mtime_ns", "path", "size")
+class RosterWants(Sequence[Want]):
+    """The roster's files to bring, as a view of its columns: a Want is made as it is read,
+    not held per file (a million-file pull held a million of them). ``whole``: the files in
+    ``stale`` (fetched again whole), else the others; their positions are kept (8 bytes a
+    file) only when ``stale`` splits the roster."""
 
-    def __init__(self, raw: dict[str, Any]) -> None:
-        self.path = str(raw["path"])
-        self.size = int(raw["size"])
-        self.mtime_ns = int(raw["mtime_ns"])
+    def __init__(self, files: Roster, stale: set[str], *, whole: bool) -> None:
+        self._files = files
+        self._at: array[int] | None = None
+        self._len = 0 if whole else len(files)
+        if stale:
+            self._at = array("q", (i for i, p in enumerate(files.paths) if (p in stale) == whole))
+            self._len = len(self._at)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def _want(self, i: int) -> Want:
+        at = i if self._at is None else self._at[i]
+        return Want(self._files.paths[at], self._files.sizes[at])
+
+    @overload
+    def __getitem__(self, i: int) -> Want: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Want]: ...
+
+    def __getitem__(self, i: int | slice) -> Want | Sequence[Want]:
+        if isinstance(i, slice):
+            return [self._want(k) for k in range(*i.indices(self._len))]
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError("want index out of range")
+        return self._want(i)
+
+    def __iter__(self) -> Iterator[Want]:
+        return (self._want(i) for i in range(self._len))
 
 
-def _entries(doc: dict[str, Any]) -> list[_Entry]:
-    return [_Entry(e) for e in doc["files"]]
+class _Entry(NamedTuple):
+    path: str
+    size: int
+    mtime_ns: int
 
 
-def _replace(doc: dict[str, Any], entries: dict[str, dict[str, Any]]) -> None:
-    """The roster with the re-hashed entries in place and its totals recomputed."""
-    doc["files"] = [entries.get(e["path"], e) for e in doc["files"]]
-    doc["totals"] = {
-        "files": len(doc["files"]),
-        "bytes": sum(int(e["size"]) for e in doc["files"]),
-    }
+def _entries(files: Roster, rehashed: dict[str, dict[str, Any]]) -> Iterator[_Entry]:
+    """Path, size and mtime of every roster file (as re-hashed, where it was), read from the
+    roster's columns: no entry object is made for the others."""
+    for path, size, mtime in zip(files.paths, files.sizes, files.mtimes, strict=True):
+        again = rehashed.get(path)
+        if again is None:
+            yield _Entry(path, size, mtime)
+        else:
+            yield _Entry(path, int(again["size"]), int(again["mtime_ns"]))

@@ -12,7 +12,9 @@ and reports; it never runs a platform command and never deletes anything.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +23,7 @@ from rentcheck.errors import FormatError
 from rentcheck.model import Finding, Severity
 from rentcheck.payload import manifest_builder as builder
 from rentcheck.pull.local_proof import CTIME_SLACK_NS, epoch_ns, local_drift
-from rentcheck.pull.manifest import Manifest, load_manifest, position
+from rentcheck.pull.manifest import Manifest, Roster, load_manifest, position
 from rentcheck.pull.marker import VerifiedMarker, load_verified_marker
 from rentcheck.pull.teardown_rules import (
     BOX_MANIFEST_UNREADABLE,
@@ -35,7 +37,7 @@ from rentcheck.pull.teardown_rules import (
 if TYPE_CHECKING:
     from rentcheck.box.transport import Box
     from rentcheck.profiles.model import Profile
-    from rentcheck.pull.remote_roster import Hashed
+    from rentcheck.pull.remote_roster import BoxFile, Hashed
     from rentcheck.pull.teardown_record import RecordVerdict
 
 __all__ = [
@@ -121,12 +123,67 @@ _STATES = {
 }
 
 
+NowFile = tuple[int, int, str | None]  # size, mtime_ns, SHA-256 (or a state word) or None
+
+
+class ReadFiles(Mapping[str, NowFile]):
+    """The box re-read, path -> (size, mtime_ns, digest), as views of the stat answer's
+    columns (``BoxFiles``) plus the digests of the files hashed now: a file costs what the
+    stat answer holds of it (its numbers; its path string is the verified roster's), not a
+    dict entry and a tuple (about 200 bytes) made for each of a million files. ``found``:
+    files the walk missed, found again by the hash (a delete-and-recreate), few."""
+
+    def __init__(
+        self, stat: Mapping[str, BoxFile], digests: dict[str, str], found: dict[str, NowFile]
+    ) -> None:
+        self._stat, self._digests, self._found = stat, digests, found
+
+    def __getitem__(self, path: str) -> NowFile:
+        found = self._found.get(path)
+        if found is not None:
+            return found
+        f = self._stat[path]
+        return f.size, f.mtime_ns, self._digests.get(path)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._found or path in self._stat
+
+    def __iter__(self) -> Iterator[str]:
+        return itertools.chain(self._stat, self._found)
+
+    def __len__(self) -> int:
+        return len(self._stat) + len(self._found)
+
+
+class RosterFiles(Mapping[str, NowFile]):
+    """A roster rebuilt on the box (``--manifest-now``), path -> (size, mtime_ns, SHA-256),
+    as a view of its columns: nothing made per file until it is looked at."""
+
+    def __init__(self, roster: Roster) -> None:
+        self._roster = roster
+
+    def __getitem__(self, path: str) -> NowFile:
+        at = position(self._roster, path) if isinstance(path, str) else None
+        if at is None:
+            raise KeyError(path)
+        return self._roster.sizes[at], self._roster.mtimes[at], self._roster.entry(at).sha256
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and position(self._roster, path) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._roster.paths)
+
+    def __len__(self) -> int:
+        return len(self._roster)
+
+
 @dataclass(frozen=True)
 class BoxNow:
     """The box as it is now: every file with size, mtime and (where hashed) SHA-256."""
 
     where: str  # "HOST:ROOT" or the manifest file it was read from
-    files: dict[str, tuple[int, int, str | None]]
+    files: Mapping[str, NowFile]
     unfinished: tuple[str, ...] = ()  # leftovers of writes in progress on the box
     hashed: int = 0
     reread: bool = False  # True: read on the box just now (--host); False: a roster file
@@ -241,9 +298,7 @@ def box_now_from_manifest(path: str, pulled: Manifest | None) -> BoxNow:
             f"roster ({pulled.created_at.isoformat()}): it may predate the pull",
             hint="rebuild it on the box now (`rentcheck manifest build REMOTE_ROOT` there)",
         )
-    files: dict[str, tuple[int, int, str | None]] = {
-        e.path: (e.size, e.mtime_ns, e.sha256) for e in now.files
-    }
+    files = RosterFiles(now.files)
     return BoxNow(path, files, tuple(left.path for left in now.leftovers), len(files))
 
 
@@ -263,8 +318,11 @@ def read_box_now(
     judged by content, not counted gone."""
     from rentcheck.pull.remote_roster import hash_files, stat_roster
 
-    tree = stat_roster(box, root, timeout=timeout)
     verified, then = marker.files, None if pulled is None else pulled.files
+    # The verified roster's path strings, shared: a file listed in both costs its numbers.
+    tree = stat_roster(
+        box, root, timeout=timeout, known=verified.paths if verified.is_sorted else ()
+    )
     since = None if pulled is None else epoch_ns(pulled.created_at) - CTIME_SLACK_NS
     wanted = []
     for path, f in tree.files.items():
@@ -277,14 +335,16 @@ def read_box_now(
             wanted.append(path)
     missed = [p for p in verified.paths if p not in tree.files]
     hashed = hash_files(box, root, wanted + missed, timeout=timeout)
-    files: dict[str, tuple[int, int, str | None]] = {}
-    for path, f in tree.files.items():
-        files[path] = (f.size, f.mtime_ns, _digest(path, hashed, path in wanted))
+    # Only the files asked about have a digest (never None: a file that vanished or could
+    # not be read is not unchanged); every other file's is None, as a stat says no more.
+    digests = {path: _digest(path, hashed) or VANISHED for path in wanted}
+    found: dict[str, NowFile] = {}
     for path in missed:  # back after the walk passed it: a delete-and-recreate
         entry = hashed.entries.get(path)
         if entry is not None or path in hashed.unstable or path in hashed.unreadable:
             size = int(entry["size"]) if entry else -1
-            files[path] = (size, int(entry["mtime_ns"]) if entry else 0, _digest(path, hashed))
+            found[path] = (size, int(entry["mtime_ns"]) if entry else 0, _digest(path, hashed))
+    files = ReadFiles(tree.files, digests, found)
     where = root if box.name == "local" else f"{box.name}:{root}"
     return BoxNow(where, files, tuple(sorted(tree.leftovers)), len(hashed.entries), reread=True)
 

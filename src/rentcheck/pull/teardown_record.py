@@ -39,9 +39,14 @@ __all__ = [
     "recorded_about",
 ]
 
-# Evidence keys naming a place on the box whose files the verified copy must cover, in words.
-# The log is not here: it lives under ~/.rentcheck/jobs/ by default and is not a result.
-RECORDED_PATHS: tuple[tuple[str, str], ...] = (("checkpoint_dir", "checkpoint directory"),)
+# Evidence keys naming a place on the box whose files the verified copy must cover, in words,
+# whichever gate recorded them (launch: its --ckpt-dir; watch: the directory its probe looked
+# in and the newest checkpoint there, as the box's job status named them). The log is not
+# here: it lives under ~/.rentcheck/jobs/ by default and is not a result.
+RECORDED_PATHS: tuple[tuple[str, str], ...] = (
+    ("checkpoint_dir", "checkpoint directory"),
+    ("newest_checkpoint", "newest checkpoint"),
+)
 ENDED_VERDICTS = ("pass", "forced")  # a teardown with one of these ended the box's record
 
 
@@ -236,22 +241,31 @@ def _job_findings(record: BoxRecord, now: RecordNow, host: str) -> tuple[list[Fi
     return out, ended
 
 
+def _real_of(now: RecordNow, path: str | None) -> str | None:
+    fact = now.paths.get(path) if path else None
+    real = fact.get("real") if isinstance(fact, dict) else None
+    return posixpath.normpath(real) if isinstance(real, str) else None
+
+
 def judge_record(record: BoxRecord, now: RecordNow, root: str | None, host: str) -> RecordVerdict:
     """RC806/RC807/RC808 for what the record names that the box now (``now``, or why it was
     not asked) or the verified copy under ``root`` (the pull's root on the box) does not
     cover."""
     out, ended = _job_findings(record, now, host)
     covered = 0
-    real_root = None
-    if root:
-        fact = now.paths.get(root)
-        real_root = fact.get("real") if isinstance(fact, dict) else None
+    real_root = _real_of(now, root)
+    outside = set()  # real paths of recorded places outside the root: one refusal each
+    for recorded in record.paths:
+        real = _real_of(now, recorded.path)
+        gone = (now.paths.get(recorded.path) or {}).get("exists") is False
+        if real and real_root and not gone and not _inside(real, real_root):
+            outside.add(real)
     for recorded in record.paths:
         words = dict(RECORDED_PATHS)[recorded.kind]
         fact = now.paths.get(recorded.path)
-        real = fact.get("real") if isinstance(fact, dict) else None
+        real = _real_of(now, recorded.path)
         details = {"kind": recorded.kind, "session": recorded.session, "host": host}
-        if not isinstance(real, str) or not isinstance(real_root, str):
+        if real is None or real_root is None:
             why = now.unreadable or "the box's answer does not say"
             out.append(
                 _finding(
@@ -264,8 +278,10 @@ def judge_record(record: BoxRecord, now: RecordNow, root: str | None, host: str)
             )
         elif isinstance(fact, dict) and fact.get("exists") is False:
             covered += 1  # nothing there now: nothing a meter stop could take
-        elif _inside(posixpath.normpath(real), posixpath.normpath(real_root)):
+        elif _inside(real, real_root):
             covered += 1
+        elif any(real != other and _inside(real, other) for other in outside):
+            continue  # inside a recorded place already named below: one refusal, one fix
         else:
             parent = posixpath.commonpath([real, real_root])
             out.append(

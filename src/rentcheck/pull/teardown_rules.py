@@ -148,8 +148,9 @@ TEARDOWN_RULES: tuple[Rule, ...] = (
         code=RECORDED_PATH_NOT_PULLED,
         name="recorded-path-not-pulled",
         summary=(
-            "A directory rentcheck recorded for this box (a launch's --ckpt-dir) lies outside "
-            "the verified pull's root: the verified copy does not cover it."
+            "A place rentcheck recorded for this box (a launch's --ckpt-dir, the checkpoint "
+            "directory or newest checkpoint a watch saw there) lies outside the verified "
+            "pull's root: the verified copy does not cover it."
         ),
         why=(
             "Teardown compares the box with the verified copy under the pulled root only. A "
