@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rentcheck.run.logparse import Traceback, last_traceback, nonfinite_loss_lines, strip_ansi
-from rentcheck.run.shimreport import ShimSummary
+from rentcheck.run.shimreport import ShimSummary, pace, still_stepping
 
 __all__ = ["GPU_ONLY_PACKAGES", "Failure", "classify_failure"]
 
@@ -155,8 +155,13 @@ def classify_failure(
     lines: Sequence[str],
     shim: ShimSummary,
     observed_steps: int,
+    *,
+    ended_at: float = 0.0,
+    steps: int = 0,
+    section: str = "smoke",
 ) -> Failure | None:
-    """The failure class of a run, or None when it passed."""
+    """The failure class of a run, or None when it passed. A run that timed out while the
+    shim saw it stepping (at ``ended_at``) was too slow for its ``steps``, not hung."""
     clean = [strip_ansi(line) for line in lines]
     if shim.nonfinite:
         nf = shim.nonfinite
@@ -169,8 +174,11 @@ def classify_failure(
     if nan_lines:
         return Failure("non-finite", nan_lines[0].strip())
     if timed_out:
+        if ended_at and still_stepping(shim.step_times, ended_at):
+            return _too_slow(shim, ended_at, steps, section)
         last = next((line.strip() for line in reversed(clean) if line.strip()), "(no output)")
-        return Failure("hang", last, f"after {observed_steps} optimizer step(s)")
+        since = f", none for {ended_at - shim.step_times[-1]:.0f} s" if shim.step_times else ""
+        return Failure("hang", last, f"after {observed_steps} optimizer step(s){since}")
     if shim.failed_saves:
         return Failure("checkpoint-save", str(shim.failed_saves[0].get("error")))
     if returncode == 0:
@@ -179,6 +187,19 @@ def classify_failure(
             return Failure("no-steps", f"exit 0 without {what}", _unseen(shim))
         return None
     return _crash_class(returncode, clean, observed_steps)
+
+
+def _too_slow(shim: ShimSummary, ended_at: float, steps: int, section: str) -> Failure:
+    per_step = pace(shim.step_times) or 0.0
+    evidence = (
+        f"still stepping at the time limit: step {shim.steps} of {steps or '?'}, "
+        f"about {per_step:.2f} s per step (last step {ended_at - shim.step_times[-1]:.1f} s "
+        "before the limit)"
+    )
+    left = max(0, steps - shim.steps)
+    more = f"the {left} steps left need about {left * per_step:.0f} s more; " if steps else ""
+    fix = f"{more}lower `steps` or raise `timeout` in the {section} section"
+    return Failure("too-slow", evidence, fix)
 
 
 def _unseen(shim: ShimSummary) -> str:

@@ -83,6 +83,10 @@ class Launch:
     shim_settings: Mapping[str, str] = field(default_factory=dict)  # RENTCHECK_SHIM_* minus files
     state_dir: str = ""  # rentcheck's own files for this run (shim report, release flag)
     name: str = "run"
+    # A run the shim sees still stepping at ``timeout`` may go on for as long as its measured
+    # pace needs to reach its stop (``RENTCHECK_SHIM_STOP_AFTER``), up to ``stretch`` times
+    # ``timeout`` (1: a hard limit).
+    stretch: float = 1.0
     path_prefix: str = ""  # the project environment's bin dir, first on PATH (as `activate`)
     # (scratch copy root, user's project root, user's dir): the reproduce line runs there.
     origin: tuple[str, str, str] | None = None
@@ -188,6 +192,8 @@ class ProcessResult:
     events: list[dict[str, Any]]
     dropped_lines: int = 0
     forked: bool = False  # started as a fork of a warmed interpreter, not a new process
+    ended_at: float = 0.0  # time.monotonic() when the main process ended or the limit hit
+    limit_s: float = 0.0  # the time limit it ran under (``timeout``, or stretched)
 
     @property
     def signal_name(self) -> str | None:
@@ -262,17 +268,22 @@ def _wait(
     launch: Launch,
     trigger: Trigger | None,
     *,
-    deadline: float,
+    deadline: list[float],
     shim: ShimEvents,
     lines: list[str],
     poll_s: float,
 ) -> tuple[bool, int | None]:
-    """Wait for the main process; returns (timed out, signal sent on the trigger)."""
+    """Wait for the main process; returns (timed out, signal sent on the trigger).
+    ``deadline`` holds [the limit now, the most it may be stretched to]."""
     sent: int | None = None
     while proc.returncode is None:
-        remaining = deadline - time.monotonic()
+        remaining = deadline[0] - time.monotonic()
         if remaining <= 0:
-            return True, sent
+            later = _stretched(launch, shim, deadline[1]) if launch.shim else None
+            if later is None:
+                return True, sent
+            deadline[0] = later
+            continue
         # Without a pending trigger there is nothing to poll for: block on the PID.
         timeout = remaining if trigger is None or sent is not None else poll_s
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -287,6 +298,26 @@ def _wait(
                     with open(launch.release_path, "w", encoding="utf-8"):
                         pass
     return False, sent
+
+
+STRETCH_MARGIN = 1.5  # a stretched limit gives the measured pace this much room
+
+
+def _stretched(launch: Launch, shim: ShimEvents, cap: float) -> float | None:
+    """A later limit for a run still stepping whose pace reaches its stop before ``cap``."""
+    from rentcheck.run.shimreport import pace, still_stepping, summarize
+
+    now = time.monotonic()
+    target = launch.shim_settings.get(SHIM_PREFIX + "STOP_AFTER", "")
+    if cap <= now or not target.isdigit():
+        return None
+    shim.read_new()
+    seen = summarize(shim.events, injected=True)
+    per_step = pace(seen.step_times)
+    if per_step is None or not still_stepping(seen.step_times, now):
+        return None
+    needed = max(0, int(target) - seen.steps) * per_step * STRETCH_MARGIN + 1.0
+    return now + needed if now + needed <= cap else None
 
 
 def supervise(
@@ -306,16 +337,19 @@ def supervise(
     reader.start()
     shim = ShimEvents(launch.report_path if launch.shim else os.devnull)
     timed_out, sent = False, None
+    ended_at = 0.0
+    limit = [started + launch.timeout, started + launch.timeout * max(1.0, launch.stretch)]
     try:
         timed_out, sent = _wait(
             proc,
             launch,
             trigger,
-            deadline=started + launch.timeout,
+            deadline=limit,
             shim=shim,
             lines=lines,
             poll_s=poll_s,
         )
+        ended_at = time.monotonic()
         if timed_out:
             _signal_group(proc.pid, signal.SIGTERM)
             try:
@@ -343,4 +377,6 @@ def supervise(
         events=shim.events,
         dropped_lines=dropped[0],
         forked=not isinstance(proc, subprocess.Popen),
+        ended_at=ended_at or time.monotonic(),
+        limit_s=limit[0] - started,
     )

@@ -40,7 +40,7 @@ from rentcheck.run.process import ProcessResult, ShimEvents, Trigger, keep_log, 
 from rentcheck.run.resume_judge import judge
 from rentcheck.run.resume_outcome import ResumeOutcome
 from rentcheck.run.rules import SHIM_UNAVAILABLE
-from rentcheck.run.runs import Chain, Interrupt, RunRecord
+from rentcheck.run.runs import RESUME_STRETCH, Chain, Interrupt, RunRecord
 from rentcheck.run.scratch import Scratch, launch_in, new_scratch, remove_scratch, start_dir
 from rentcheck.run.settings import ResumeSettings
 
@@ -193,6 +193,7 @@ def _run_one(
     launch = launch_in(
         settings, scratch, name=label, state_dir=state_dir, shim_settings=shim_settings
     )
+    launch = replace(launch, stretch=RESUME_STRETCH)
     if server is not None and server.usable:
         launch = replace(launch, spawn=server.spawn)
     what = plan.describe() if plan else "to the end"
@@ -261,7 +262,9 @@ def _ending(result: ProcessResult, shim: shimreport.ShimSummary) -> str:
     if result.sent_signal is not None:
         return f"{signal.Signals(result.sent_signal).name} sent after {steps}, relaunching..."
     if result.timed_out:
-        return "timed out"
+        stepping = shimreport.still_stepping(shim.step_times, result.ended_at)
+        why = "still stepping: too slow" if stepping else "no step progress: hang"
+        return f"timed out after {steps} ({why}; limit {result.limit_s:.0f} s)"
     if result.returncode == 0 and shim.stopped_after is not None:
         return f"stopped by rentcheck after {steps}"
     return f"exited with status {result.returncode} after {steps}"

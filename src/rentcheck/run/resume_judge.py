@@ -18,7 +18,7 @@ from rentcheck.model import Finding, Rule
 from rentcheck.run import ckptdir, rules
 from rentcheck.run.logparse import find_digest
 from rentcheck.run.lossseries import LossComparer
-from rentcheck.run.runs import Chain, Interrupt, RunRecord
+from rentcheck.run.runs import RESUME_STRETCH, Chain, Interrupt, RunRecord
 from rentcheck.run.settings import ResumeSettings
 
 __all__ = ["Judgement", "judge"]
@@ -41,14 +41,20 @@ def judge(settings: ResumeSettings, reference: RunRecord, chains: Sequence[Chain
     out = Judgement()
     add = out.findings.append
     if reference.failed_on_its_own:
-        text = f"the uninterrupted run failed: {reference.failure_text()}"
-        if reference.result.timed_out and reference.shim.steps:
-            text += (
-                f"; it was still stepping (step {reference.shim.steps} of {settings.steps}) "
-                f"when `timeout` ({settings.timeout:g} s) ran out, beside the kill chains: "
-                "raise `timeout` or make the resume args train a smaller model"
+        failure = reference.failure()
+        if failure is not None and failure.kind == "too-slow":
+            limit = reference.result.limit_s
+            text = (
+                f"the uninterrupted run was too slow for the time limit ({limit:.0f} s: "
+                f"`timeout` {settings.timeout:g} s, stretched to its measured pace up to "
+                f"{RESUME_STRETCH:g}x), not hung: {failure.evidence}, beside the kill chains; "
+                f"{failure.detail}, or make the resume args train a smaller model"
             )
-        add(_finding(rules.REFERENCE_FAILED, text, log_tail=reference.result.lines[-40:]))
+        else:
+            text = f"the uninterrupted run failed: {reference.failure_text()}"
+        tail = reference.result.lines[-40:]
+        kind = failure.kind if failure else None
+        add(_finding(rules.REFERENCE_FAILED, text, log_tail=tail, **{"class": kind}))
         return out
     patterns = ckptdir.checkpoint_patterns(reference.listing)
     if not patterns and not reference.shim.checkpoint_writes():

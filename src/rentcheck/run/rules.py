@@ -232,6 +232,27 @@ SMOKE_CLASSES: dict[str, Rule] = {
         default_severity=_E,
         fix_applicability=_NONE,
     ),
+    "too-slow": Rule(
+        code="RC615",
+        name="smoke-too-slow-for-timeout",
+        summary="The run was still taking steps when its time limit ran out",
+        why=(
+            "A run that trains, only slower than the time limit allows, is not hung: the fix "
+            "is fewer steps or more time, not a search for what it waits on. Told apart from "
+            "a hang (RC608) by the step shim: its last step came a few step-times before the "
+            "limit."
+        ),
+        example_bad="steps: 200 at 2 s per step on CPU with timeout: 300",
+        example_good="steps: 20 (or timeout: 600)",
+        fix=(
+            "Lower `steps` (or the step count in the `args`), train a smaller model in the "
+            "gate's args, or raise `timeout` in the gate's section; the message gives the "
+            "measured seconds per step."
+        ),
+        family="smoke",
+        default_severity=_E,
+        fix_applicability=_NONE,
+    ),
 }
 
 SHIM_UNAVAILABLE = Rule(

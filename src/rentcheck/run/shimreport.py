@@ -6,9 +6,10 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
-__all__ = ["ShimSummary", "summarize"]
+__all__ = ["ShimSummary", "pace", "still_stepping", "summarize"]
 
 ACTIVE = "active"
 NO_TORCH = "no-torch"
@@ -42,6 +43,9 @@ class ShimSummary:
     # Every checked step left every parameter as it was (no gradient reached the optimizer,
     # or a zero learning rate): the run stepped but did not train.
     idle: bool = False
+    # time.monotonic() of each optimizer step of the main process (the clock every process of
+    # the machine shares): a run still stepping at its time limit is slow, not hung.
+    step_times: tuple[float, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -153,4 +157,26 @@ def summarize(events: Sequence[Mapping[str, Any]], injected: bool) -> ShimSummar
         digest=str(exit_event["digest"]) if exit_event and exit_event.get("digest") else None,
         errors=tuple(str(e.get("error")) for e in events if e.get("e") == "shim-error"),
         idle=bool(step_events) and all(e.get("moved") is False for e in step_events[:3]),
+        step_times=tuple(float(e["t"]) for e in step_events if isinstance(e.get("t"), float)),
     )
+
+
+STALL_FACTOR = 3.0  # no step for this many times the longest gap between two steps: stalled
+STALL_MIN_S = 2.0  # ... and never less: an evaluation or a save between two fast steps
+
+
+def pace(step_times: Sequence[float]) -> float | None:
+    """Seconds per optimizer step, from the steps seen (None: fewer than two)."""
+    if len(step_times) < 2:
+        return None
+    return (step_times[-1] - step_times[0]) / (len(step_times) - 1)
+
+
+def still_stepping(step_times: Sequence[float], at: float) -> bool:
+    """Whether a run whose steps came at ``step_times`` was still advancing at ``at`` (a
+    monotonic time): its last step is no longer ago than a few of its longest gaps. A hang is
+    no step for a long stretch; a run with fewer than two steps has shown no pace."""
+    if len(step_times) < 2:
+        return False
+    gap = max(b - a for a, b in pairwise(step_times))
+    return at - step_times[-1] <= max(STALL_FACTOR * gap, STALL_MIN_S)

@@ -38,6 +38,7 @@ LABELS = {
     "needs-gpu": "needs a GPU-only dependency",
     "non-finite": "NaN/Inf",
     "hang": "hang: timed out",
+    "too-slow": "too slow for the time limit",
     "checkpoint-save": "checkpoint save failed",
     "outside-sandbox": "wrote outside its sandbox",
     "needs-network": "needs network or an uncached download",
@@ -269,7 +270,15 @@ def run_smoke(
     losses = {r.step if r.step is not None else i: r.loss or "" for i, r in enumerate(records, 1)}
     outside = changed_paths(before, after) if before is not None and after is not None else []
     observed = 0 if shim.idle else max(shim.steps, len(losses))
-    failure = classify_failure(result.returncode, result.timed_out, result.lines, shim, observed)
+    failure = classify_failure(
+        result.returncode,
+        result.timed_out,
+        result.lines,
+        shim,
+        observed,
+        ended_at=result.ended_at,
+        steps=settings.steps,
+    )
     outcome = SmokeOutcome(settings, result, shim, failure, outside, losses)
     outcome.findings = _findings(outcome)
     keep = not outcome.passed if keep_workdir is None else keep_workdir
