@@ -160,9 +160,30 @@ def _judge_chain(ctx: _Context, chain: Chain) -> None:
         if first_step is None:
             break  # the relaunch failed or logged nothing: later links have no footing
         offset = first_step - 1
+    else:
+        _not_landed(ctx, chain, offset)
     final = chain.runs[-1]
     if not final.interrupted and not final.failed_on_its_own:
         _judge_final(ctx, chain, final)
+
+
+def _not_landed(ctx: _Context, chain: Chain, offset: int) -> None:
+    """The kills planned after the last relaunch, which ended by itself before its own kill
+    (the project's own end came first): reported as not run, never judged."""
+    final = chain.runs[-1]
+    if final.interrupted or final.failed_on_its_own:
+        return
+    ran = len(chain.runs) - 1  # kills that landed: every run but the last was killed
+    for later in chain.interrupts[ran:]:
+        # The relaunch ended by itself before its own kill: that scenario did not run.
+        text = (
+            f"the relaunch ended on its own after step {offset + final.shim.steps} before "
+            "this kill could land; the scenario did not run"
+        )
+        ctx.out.findings.append(_finding(rules.KILL_AFTER_END, text, later.describe()))
+        ctx.out.scenarios.append(
+            {"scenario": later.describe(), "ran": False, "why": "kill-after-end"}
+        )
 
 
 MAX_POINTS = 400  # per run: a report's picture needs its shape, not every step
@@ -339,7 +360,7 @@ def _last_step(ctx: _Context) -> int | None:
 
 def _judge_final(ctx: _Context, chain: Chain, final: RunRecord) -> None:
     settings, compare, reference, out = ctx.settings, ctx.compare, ctx.reference, ctx.out
-    title = chain.interrupts[-1].describe()
+    title = chain.interrupts[len(chain.runs) - 2].describe()  # the last kill that landed
     found = (s for s in reversed(out.scenarios) if s["scenario"] == title)
     scenario: dict[str, Any] = next(found, {})
     problems = []
