@@ -33,9 +33,7 @@ def test_a_trainer_without_a_steps_flag_stops_at_steps_reference_and_relaunches(
     # Off a terminal, progress still reaches stderr: one line per launch as it ends.
     progress = capsys.readouterr().err.splitlines()
     assert len(progress) == 6 and all(line.startswith("resume: ") for line in progress)
-    assert "resume: reference: stopped by rentcheck after step 6 of this process" in "\n".join(
-        progress
-    )
+    assert "resume: reference: stopped by rentcheck after step 6 (" in "\n".join(progress)
     ref = outcome.reference
     assert ref.shim.stopped_after == 6 and not ref.result.timed_out
     runs = [run for chain in outcome.chains for run in chain.runs]
@@ -46,6 +44,36 @@ def test_a_trainer_without_a_steps_flag_stops_at_steps_reference_and_relaunches(
     assert outcome.scenarios_judged == 3 == outcome.to_dict()["scenarios_judged"]
     ended = [s.get("relaunch_last_step") for s in outcome.judgement.scenarios]
     assert ended[-1] == 6 and ended[1] == 6, outcome.judgement.scenarios
+    _one_step_numbering(outcome, progress)
+
+
+def _one_step_numbering(outcome, progress: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """ "After step k" is k optimizer steps done, counted from the run's start, in the progress
+    lines, the verdict lines and the JSON alike."""
+    import json
+    import re
+
+    verdict = "\n".join(outcome.verdict_lines())
+    data = json.loads(json.dumps(outcome.to_dict()))
+    killed = [run for chain in outcome.chains for run in chain.runs if run.interrupted]
+    for scenario, run in zip(data["scenarios"], killed, strict=True):
+        k = scenario["killed_after_step"]
+        signal_name = scenario["scenario"].split()[0]
+        # progress: "resume: kill1: SIGKILL sent after step 3 (0.1 s), relaunching..."
+        said = next(line for line in progress if line.startswith(f"resume: {run.label}: "))
+        assert re.search(rf"{signal_name} sent after step {k}\b", said), (said, scenario)
+        assert f"{scenario['scenario']}: killed after step {k}" in verdict, verdict
+        first, durable = scenario["relaunch_first_step"], scenario["durable_checkpoint_step"]
+        assert first == durable + 1 and durable < k
+        assert f"relaunch continued at step {first} (newest complete checkpoint: {durable})" in (
+            verdict
+        )
+    # A relaunch that ends at `steps` says so in the numbers the reference uses.
+    for chain in outcome.chains:
+        last = chain.runs[-1]
+        said = next(line for line in progress if line.startswith(f"resume: {last.label}: "))
+        assert "stopped by rentcheck after step 6" in said, said
+    assert "reference: stopped by rentcheck after step 6" in verdict
 
 
 def test_a_resumer_whose_kill_would_land_after_its_end_is_not_judged(tmp_path: Path) -> None:

@@ -186,12 +186,14 @@ def _run_one(
     server: ForkServer | None = None,
     learned: Learned | None = None,
     stop_after: int | None = None,
+    resumes_after: int = 0,
 ) -> RunRecord:
     """One launch in ``scratch``; ``initial`` is its tree before the first launch there.
 
     ``server``: fork the run from it; ``learned``: the reference reports its imports there;
     ``stop_after``: the shim ends the run after this many of its own optimizer steps (default
-    ``steps``), whether or not the command has a steps flag."""
+    ``steps``), whether or not the command has a steps flag; ``resumes_after``: the
+    checkpoint step a relaunch should resume after (its progress line counts from there)."""
     shim_settings = dict(_SHIM_BASE)
     shim_settings[SHIM_STOP_AFTER] = str(stop_after or settings.steps)
     if plan is not None:
@@ -222,7 +224,10 @@ def _run_one(
         if learned is not None:
             learned.finish()
     shim = shimreport.summarize(result.events, injected=launch.shim)
-    progress(f"resume: {label}: {_ending(result, shim)} after {result.duration:.1f} s", always=True)
+    ending = f"{_ending(result, shim, resumes_after)} ({result.duration:.1f} s)"
+    if result.sent_signal is not None:
+        ending += ", relaunching..."
+    progress(f"resume: {label}: {ending}", always=True)
     if configured:
         ckpt_dir = watched
     else:
@@ -266,10 +271,15 @@ def progress(text: str, *, always: bool = False) -> None:
         sys.stderr.flush()
 
 
-def _ending(result: ProcessResult, shim: shimreport.ShimSummary) -> str:
-    steps = f"step {shim.steps} of this process" if shim.active else "its log"
+def _ending(result: ProcessResult, shim: shimreport.ShimSummary, resumes_after: int = 0) -> str:
+    """How a launch ended, its steps numbered as everywhere: "after step k" is k optimizer
+    steps done, counted from the run's start (a relaunch's from the checkpoint it should
+    resume after), as the verdict's "killed after step k" counts them."""
+    steps = f"step {resumes_after + shim.steps}" if shim.active else "its log"
+    if shim.active and resumes_after:
+        steps += f" ({shim.steps} in this launch, from checkpoint step {resumes_after})"
     if result.sent_signal is not None:
-        return f"{signal.Signals(result.sent_signal).name} sent after {steps}, relaunching..."
+        return f"{signal.Signals(result.sent_signal).name} sent after {steps}"
     if result.timed_out:
         stepping = shimreport.still_stepping(shim.step_times, result.ended_at)
         why = "still stepping: too slow" if stepping else "no step progress: hang"
@@ -407,7 +417,7 @@ def _run_chain(
             stop = max(1, end.stop(settings.steps) - done)
             return _run_one(
                 settings, scratch, state_dir, label, plan, initial=initial, server=server,
-                stop_after=stop,
+                stop_after=stop, resumes_after=done,
             )  # fmt: skip
 
         for index, plan in enumerate(plans):

@@ -258,7 +258,13 @@ def _judge_link(
     cut_file = killed.shim.cut_file if plan.kind == "save" else None
     durable, cut_under_final_name = _durable(killed, patterns, offset)
     killed_series = compare.series(killed)
-    at_step = killed_series.steps[-1] if killed_series.steps else offset + killed.shim.steps
+    # The shim counts the steps the killed process took exactly; a log may lag (it logs
+    # every N steps, or after the save the kill cut).
+    if killed.shim.active and killed.shim.steps:
+        at_step = offset + killed.shim.steps
+    else:
+        at_step = killed_series.steps[-1] if killed_series.steps else offset
+
     if _after_the_end(ctx, title, at_step, durable):
         return None
     scenario: dict[str, Any] = {
