@@ -133,7 +133,7 @@ SMOKE_CLASSES: dict[str, Rule] = {
     "hang": Rule(
         code="RC608",
         name="smoke-hang",
-        summary="The run did not finish or reach N steps before the timeout",
+        summary="The run did not reach N steps before the timeout and was not seen stepping",
         why=(
             "A deadlocked DataLoader, a rendezvous waiting for peers or an interactive login "
             "prompt hangs a rented box until someone notices, billing all along."
@@ -141,8 +141,8 @@ SMOKE_CLASSES: dict[str, Rule] = {
         example_bad="socket.create_server(...).accept()  # waits for a peer that never comes",
         example_good="timeouts on every wait; trackers disabled or offline in smoke runs",
         fix=(
-            "Look at the last log lines to see where it waits; raise `timeout` only if the run "
-            "was merely slow."
+            "Look at the last log lines to see where it waits. A run the step shim saw still "
+            "stepping at the limit is reported as too slow (RC615), not as this."
         ),
         family="smoke",
         default_severity=_E,
