@@ -18,7 +18,11 @@ single runs. Both arms run with bytecode caches (under a ``PYTHONPYCACHEPREFIX``
 benchmark's own, ``PYTHONDONTWRITEBYTECODE`` dropped), as from an installed rentcheck: without
 them every ``python -m rentcheck`` compiles its ~80 modules again (+0.15 s CPU measured).
 
-    python benchmarks/smoke_overhead.py [--reps 5] [--resume-reps 3] [--project NAME ...]
+* fixed cost: the same pairs with a command that trains nothing (one step line), where the
+  gate's own cost is not lost in a torch process's variance.
+
+    python benchmarks/smoke_overhead.py [--reps 5] [--resume-reps 3] [--fixed-reps 10]
+                                        [--project NAME ...]
 """
 
 from __future__ import annotations
@@ -169,6 +173,29 @@ def smoke(name: str, project: str, args: Sequence[str], reps: int) -> None:
     )
 
 
+_NOOP = 'print("step 1 loss 0.5", flush=True)\n'
+
+
+def fixed_cost(scratch: str, reps: int) -> None:
+    """rentcheck's own cost, with a command that trains nothing (it prints one step line and
+    exits in ~20 ms): what smoke adds to any run, without a torch process's noise around it."""
+    root = os.path.join(scratch, "noop")
+    os.makedirs(root)
+    with open(os.path.join(root, "noop.py"), "w", encoding="utf-8") as handle:
+        handle.write(_NOOP)
+    with open(os.path.join(root, "rentcheck.yaml"), "w", encoding="utf-8") as handle:
+        handle.write('smoke:\n  command: "python noop.py"\n  step-regex: "step (?P<step>\\\\d+)"\n')
+    gated(root, "smoke")  # bytecode cache
+    pairs = [(bare(root, ("noop.py",)), gated(root, "smoke")) for _ in range(reps)]
+    print(
+        f"fixed cost (a command that trains nothing, {reps} pairs): rentcheck smoke adds wall "
+        f"median {statistics.median(g[0] - b[0] for b, g in pairs):+.3f} s, best "
+        f"{min(g[0] for _, g in pairs) - min(b[0] for b, _ in pairs):+.3f} s; CPU median "
+        f"{statistics.median(g[1] - b[1] for b, g in pairs):+.3f} s, best "
+        f"{min(g[1] for _, g in pairs) - min(b[1] for b, _ in pairs):+.3f} s  [target < 0.50 s]"
+    )
+
+
 def resume(name: str, project: str, args: Sequence[str], reps: int) -> None:
     """The gate with forked chains and with ``fork-server: off``, against one plain run."""
     modes: dict[str, list[tuple[float, float, str]]] = {"forked": [], "fork-server off": []}
@@ -245,10 +272,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--project", action="append", choices=[p.name for p in PROJECTS], help="default: all"
     )
+    parser.add_argument(
+        "--fixed-reps", type=int, default=10, help="fixed-cost pairs (default 10; 0 skips)"
+    )
     args = parser.parse_args(argv)
     scratch = tempfile.mkdtemp(prefix="bench-smoke-")
     print(f"cpus={os.cpu_count()} load={os.getloadavg()[0]:.2f} python={sys.version.split()[0]}")
     try:
+        if args.fixed_reps:
+            fixed_cost(scratch, args.fixed_reps)
         for project in PROJECTS:
             if args.project and project.name not in args.project:
                 continue
