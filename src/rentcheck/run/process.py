@@ -306,7 +306,8 @@ def _block(proc: Started, timeout: float) -> None:
     polls: a fixed cost after every run that a plain run of the command does not pay)."""
     pidfd = None
     popen = proc if isinstance(proc, subprocess.Popen) else None
-    if popen is not None and hasattr(os, "pidfd_open"):
+    # A trigger's short polls (5 ms) keep Popen.wait: a pidfd per poll would cost more.
+    if popen is not None and timeout > 0.05 and hasattr(os, "pidfd_open"):
         with contextlib.suppress(OSError):
             pidfd = os.pidfd_open(popen.pid)
     if popen is None or pidfd is None:
