@@ -45,6 +45,18 @@ def test_a_run_that_stopped_stepping_is_a_hang(tmp_path: Path) -> None:
     assert "after 3 optimizer step(s), none for" in outcome.findings[0].message
 
 
+def test_a_run_working_between_steps_at_the_limit_is_too_slow_not_a_hang(tmp_path: Path) -> None:
+    """minGPT's chargpt samples 500 tokens after its first step: no step for minutes, but the
+    process computes. The CPU it used since its last step tells it from a wait."""
+    outcome = _smoke(tmp_path / "busy", "--pace 0 --busy-after 2", steps=100, timeout=8)
+    assert outcome.result.timed_out and outcome.shim.steps == 2, outcome.verdict_lines()
+    assert outcome.failure is not None and outcome.failure.kind == "too-slow"
+    message = outcome.findings[0].message
+    assert outcome.findings[0].code == "RC615", message
+    assert "busy at the time limit (after step 2, no step for" in message
+    assert "raise `timeout` in the smoke section" in message
+
+
 def test_a_stretched_limit_lets_a_run_still_stepping_reach_its_stop(tmp_path: Path) -> None:
     """The limit (8 s) runs out while the run steps; its pace (0.1 s a step) reaches step 150
     inside 4x the limit: the shim stops it there, no timeout. The same run under a hard limit

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rentcheck.run.logparse import Traceback, last_traceback, nonfinite_loss_lines, strip_ansi
-from rentcheck.run.shimreport import ShimSummary, pace, still_stepping
+from rentcheck.run.shimreport import BUSY_FRACTION, ShimSummary, busy, pace, still_stepping
 
 __all__ = ["GPU_ONLY_PACKAGES", "Failure", "classify_failure"]
 
@@ -159,6 +159,8 @@ def classify_failure(
     ended_at: float = 0.0,
     steps: int = 0,
     section: str = "smoke",
+    cpu_at_limit: float | None = None,
+    started: float = 0.0,
 ) -> Failure | None:
     """The failure class of a run, or None when it passed. A run that timed out while the
     shim saw it stepping (at ``ended_at``) was too slow for its ``steps``, not hung."""
@@ -176,9 +178,13 @@ def classify_failure(
     if timed_out:
         if ended_at and still_stepping(shim.step_times, ended_at):
             return _too_slow(shim, ended_at, steps, section)
+        cores = busy(shim, cpu_at_limit, ended_at, started) if ended_at else None
+        if cores is not None and cores >= BUSY_FRACTION:
+            return _busy(shim, ended_at, started, cores, section)
         last = next((line.strip() for line in reversed(clean) if line.strip()), "(no output)")
         since = f", none for {ended_at - shim.step_times[-1]:.0f} s" if shim.step_times else ""
-        return Failure("hang", last, f"after {observed_steps} optimizer step(s){since}")
+        idle = f", {cores:.2f} CPU cores busy since" if cores is not None and since else ""
+        return Failure("hang", last, f"after {observed_steps} optimizer step(s){since}{idle}")
     if shim.failed_saves:
         return Failure("checkpoint-save", str(shim.failed_saves[0].get("error")))
     if returncode == 0:
@@ -199,6 +205,25 @@ def _too_slow(shim: ShimSummary, ended_at: float, steps: int, section: str) -> F
     left = max(0, steps - shim.steps)
     more = f"the {left} steps left need about {left * per_step:.0f} s more; " if steps else ""
     fix = f"{more}lower `steps` or raise `timeout` in the {section} section"
+    return Failure("too-slow", evidence, fix)
+
+
+def _busy(
+    shim: ShimSummary, ended_at: float, started: float, cores: float, section: str
+) -> Failure:
+    """Timed out between two steps (or before the first) while working: not hung."""
+    if shim.step_times:
+        where = f"after step {shim.steps}, no step for {ended_at - shim.step_times[-1]:.0f} s"
+    else:
+        where = f"no step yet after {ended_at - started:.0f} s"
+    evidence = (
+        f"busy at the time limit ({where}, using {cores:.1f} CPU cores): an evaluation, "
+        "sampling or data preparation between steps, not a wait"
+    )
+    fix = (
+        f"make that work smaller in the {section} args (fewer eval/sample steps, a smaller "
+        f"model or dataset), lower `steps`, or raise `timeout` in the {section} section"
+    )
     return Failure("too-slow", evidence, fix)
 
 

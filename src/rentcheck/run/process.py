@@ -195,6 +195,9 @@ class ProcessResult:
     forked: bool = False  # started as a fork of a warmed interpreter, not a new process
     ended_at: float = 0.0  # time.monotonic() when the main process ended or the limit hit
     limit_s: float = 0.0  # the time limit it ran under (``timeout``, or stretched)
+    # At the limit: the CPU seconds the training process (the shim's) had used (None: unknown)
+    cpu_at_limit: float | None = None
+    started_at: float = 0.0  # time.monotonic() when it was started
 
     @property
     def signal_name(self) -> str | None:
@@ -321,6 +324,24 @@ def _block(proc: Started, timeout: float) -> None:
     popen.poll()
 
 
+def _training_cpu(shim: ShimEvents) -> float | None:
+    """CPU seconds (all threads) used so far by the process the shim saw train (Linux /proc),
+    read before the limit's SIGTERM: a run that works between steps is told from a hang."""
+    from rentcheck.run.shimreport import main_pid
+
+    shim.read_new()
+    pid = main_pid(shim.events)
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        # After "pid (comm)": state is field 3; utime and stime are fields 14 and 15.
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 STRETCH_MARGIN = 1.5  # a stretched limit gives the measured pace this much room
 
 
@@ -358,7 +379,7 @@ def supervise(
     reader.start()
     shim = ShimEvents(launch.report_path if launch.shim else os.devnull)
     timed_out, sent = False, None
-    ended_at = 0.0
+    ended_at, cpu_at_limit = 0.0, None
     limit = [started + launch.timeout, started + launch.timeout * max(1.0, launch.stretch)]
     try:
         timed_out, sent = _wait(
@@ -372,6 +393,7 @@ def supervise(
         )
         ended_at = time.monotonic()
         if timed_out:
+            cpu_at_limit = _training_cpu(shim) if launch.shim else None
             _signal_group(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=TERM_GRACE_S)
@@ -400,4 +422,6 @@ def supervise(
         forked=not isinstance(proc, subprocess.Popen),
         ended_at=ended_at or time.monotonic(),
         limit_s=limit[0] - started,
+        cpu_at_limit=cpu_at_limit,
+        started_at=started,
     )

@@ -281,8 +281,13 @@ def _ending(result: ProcessResult, shim: shimreport.ShimSummary, resumes_after: 
     if result.sent_signal is not None:
         return f"{signal.Signals(result.sent_signal).name} sent after {steps}"
     if result.timed_out:
-        stepping = shimreport.still_stepping(shim.step_times, result.ended_at)
-        why = "still stepping: too slow" if stepping else "no step progress: hang"
+        cores = shimreport.busy(shim, result.cpu_at_limit, result.ended_at, result.started_at)
+        if shimreport.still_stepping(shim.step_times, result.ended_at):
+            why = "still stepping: too slow"
+        elif cores is not None and cores >= shimreport.BUSY_FRACTION:
+            why = "working between steps: too slow"
+        else:
+            why = "no step progress: hang"
         return f"timed out after {steps} ({why}; limit {result.limit_s:.0f} s)"
     if result.returncode == 0 and shim.stopped_after is not None:
         return f"stopped by rentcheck after {steps}"

@@ -60,6 +60,8 @@ class RunRecord:
             self.shim,
             self.shim.steps,
             ended_at=self.result.ended_at,
+            cpu_at_limit=self.result.cpu_at_limit,
+            started=self.result.started_at,
             steps=int(stop) if stop.isdigit() else 0,
             section="resume",
         )

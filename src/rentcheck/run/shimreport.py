@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-__all__ = ["ShimSummary", "pace", "still_stepping", "summarize"]
+__all__ = ["ShimSummary", "busy", "main_pid", "pace", "still_stepping", "summarize"]
 
 ACTIVE = "active"
 NO_TORCH = "no-torch"
@@ -46,6 +46,8 @@ class ShimSummary:
     # time.monotonic() of each optimizer step of the main process (the clock every process of
     # the machine shares): a run still stepping at its time limit is slow, not hung.
     step_times: tuple[float, ...] = ()
+    step_cpu: float | None = None  # the main process's CPU seconds at its last step
+    main_pid: int | None = None
 
     @property
     def active(self) -> bool:
@@ -114,7 +116,7 @@ def _public(event: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in event.items() if k != "_i"}
 
 
-def _main_pid(events: Sequence[Mapping[str, Any]]) -> int | None:
+def main_pid(events: Sequence[Mapping[str, Any]]) -> int | None:
     """The training process: most optimizer steps, else the first one that imported torch."""
     steps = Counter(e.get("pid") for e in events if e.get("e") == "step")
     if steps:
@@ -131,7 +133,7 @@ def summarize(events: Sequence[Mapping[str, Any]], injected: bool) -> ShimSummar
         return ShimSummary(status=OFF)
     if not any(e.get("e") == "start" for e in events):
         return ShimSummary(status=UNAVAILABLE)
-    pid = _main_pid(events)
+    pid = main_pid(events)
     torch_event = next((e for e in events if e.get("e") == "torch"), None)
     if pid is None or torch_event is None:
         return ShimSummary(status=NO_TORCH)
@@ -158,11 +160,29 @@ def summarize(events: Sequence[Mapping[str, Any]], injected: bool) -> ShimSummar
         errors=tuple(str(e.get("error")) for e in events if e.get("e") == "shim-error"),
         idle=bool(step_events) and all(e.get("moved") is False for e in step_events[:3]),
         step_times=tuple(float(e["t"]) for e in step_events if isinstance(e.get("t"), float)),
+        step_cpu=next(
+            (float(e["c"]) for e in reversed(step_events) if isinstance(e.get("c"), float)), None
+        ),
+        main_pid=pid,
     )
 
 
 STALL_FACTOR = 3.0  # no step for this many times the longest gap between two steps: stalled
 STALL_MIN_S = 2.0  # ... and never less: an evaluation or a save between two fast steps
+
+
+BUSY_FRACTION = 0.5  # of one core, since the last step: working (an eval, a sample), not hung
+
+
+def busy(shim: ShimSummary, cpu_at: float | None, at: float, started: float) -> float | None:
+    """The main process's CPU use (cores) from its last step (else from its start) until
+    ``at``, when it had used ``cpu_at`` CPU seconds; None when unknown."""
+    if cpu_at is None:
+        return None
+    since, cpu0 = (shim.step_times[-1], shim.step_cpu) if shim.step_times else (started, 0.0)
+    if cpu0 is None or at - since <= 0:
+        return None
+    return max(0.0, cpu_at - cpu0) / (at - since)
 
 
 def pace(step_times: Sequence[float]) -> float | None:

@@ -302,6 +302,8 @@ def run_smoke(
         shim,
         observed,
         ended_at=result.ended_at,
+        cpu_at_limit=result.cpu_at_limit,
+        started=result.started_at,
         steps=settings.steps,
     )
     outcome = SmokeOutcome(settings, result, shim, failure, outside, losses)

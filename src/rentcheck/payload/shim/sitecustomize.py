@@ -272,8 +272,10 @@ def _count_step(key: int, params: list[Any], how: str, moved: bool | None = True
     losses, _State.losses = _State.losses, []
     import time  # built in: no file is read
 
-    # t: the supervisor tells a run still stepping at its time limit from a hung one.
-    _emit("step", n=_State.steps, loss=losses, by=how, moved=moved, t=time.monotonic())
+    # t, c (wall and this process's CPU seconds): the supervisor tells a run still stepping,
+    # or busy between two steps, at its time limit from a hung one.
+    now, cpu = time.monotonic(), time.process_time()
+    _emit("step", n=_State.steps, loss=losses, by=how, moved=moved, t=now, c=cpu)
     if _State.steps == 1 and _setting("MODULES") == "1":
         _emit_modules()
     if _setting("FINITE") == "1":
