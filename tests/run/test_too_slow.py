@@ -65,9 +65,9 @@ def test_a_stretched_limit_lets_a_run_still_stepping_reach_its_stop(tmp_path: Pa
 
     state = tempfile.mkdtemp(dir=tmp_path)
 
-    def launch(name: str, stretch: float) -> Launch:
+    def launch(name: str, stretch: float, args: tuple[str, ...]) -> Launch:
         return Launch(
-            argv=(sys.executable, str(SCRIPT), "--pace", "0.1"),
+            argv=(sys.executable, str(SCRIPT), *args),
             cwd=str(tmp_path),
             env={"CUDA_VISIBLE_DEVICES": ""},
             timeout=8,
@@ -78,12 +78,19 @@ def test_a_stretched_limit_lets_a_run_still_stepping_reach_its_stop(tmp_path: Pa
             stretch=stretch,
         )
 
-    stretched = supervise(launch("stretched", 4.0))
+    stretched = supervise(launch("stretched", 4.0, ("--pace", "0.1")))
     assert not stretched.timed_out and stretched.returncode == 0, stretched.lines[-5:]
     assert any(e.get("e") == "stop" and e.get("steps") == 150 for e in stretched.events)
     assert stretched.limit_s > 8
-    hard = supervise(launch("hard", 1.0))
+    hard = supervise(launch("hard", 1.0, ("--pace", "0.1")))
     assert hard.timed_out and hard.limit_s == 8
+    # Working for 10 s after step 1 (an evaluation): no step at the limit, but no hang either;
+    # it gets another `timeout` and reaches its stop.
+    working = supervise(
+        launch("working", 4.0, ("--pace", "0", "--busy-after", "1", "--busy-for", "10"))
+    )
+    assert not working.timed_out and working.returncode == 0, working.lines[-5:]
+    assert working.limit_s > 8
 
 
 def test_a_resume_reference_too_slow_for_any_stretch_says_so_not_hang(tmp_path: Path) -> None:

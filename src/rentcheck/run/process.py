@@ -278,12 +278,12 @@ def _wait(
     poll_s: float,
 ) -> tuple[bool, int | None]:
     """Wait for the main process; returns (timed out, signal sent on the trigger).
-    ``deadline`` holds [the limit now, the most it may be stretched to]."""
+    ``deadline`` holds [the limit now, the most it may be stretched to, the start]."""
     sent: int | None = None
     while proc.returncode is None:
         remaining = deadline[0] - time.monotonic()
         if remaining <= 0:
-            later = _stretched(launch, shim, deadline[1]) if launch.shim else None
+            later = _stretched(launch, shim, deadline) if launch.shim else None
             if later is None:
                 return True, sent
             deadline[0] = later
@@ -345,21 +345,26 @@ def _training_cpu(shim: ShimEvents) -> float | None:
 STRETCH_MARGIN = 1.5  # a stretched limit gives the measured pace this much room
 
 
-def _stretched(launch: Launch, shim: ShimEvents, cap: float) -> float | None:
-    """A later limit for a run still stepping whose pace reaches its stop before ``cap``."""
-    from rentcheck.run.shimreport import pace, still_stepping, summarize
+def _stretched(launch: Launch, shim: ShimEvents, limits: list[float]) -> float | None:
+    """A later limit (``limits``: [now's, the cap, the start]) for a run still stepping whose
+    pace reaches its stop before the cap, or for one working between two steps (an
+    evaluation, a sample: another ``timeout``, up to the cap); None: the limit stands."""
+    from rentcheck.run.shimreport import BUSY_FRACTION, busy, pace, still_stepping, summarize
 
-    now = time.monotonic()
+    now, cap, started = time.monotonic(), limits[1], limits[2]
     target = launch.shim_settings.get(SHIM_PREFIX + "STOP_AFTER", "")
     if cap <= now or not target.isdigit():
         return None
     shim.read_new()
     seen = summarize(shim.events, injected=True)
     per_step = pace(seen.step_times)
-    if per_step is None or not still_stepping(seen.step_times, now):
-        return None
-    needed = max(0, int(target) - seen.steps) * per_step * STRETCH_MARGIN + 1.0
-    return now + needed if now + needed <= cap else None
+    if per_step is not None and still_stepping(seen.step_times, now):
+        needed = max(0, int(target) - seen.steps) * per_step * STRETCH_MARGIN + 1.0
+        return now + needed if now + needed <= cap else None
+    cores = busy(seen, _training_cpu(shim), now, started)
+    if cores is not None and cores >= BUSY_FRACTION:
+        return min(now + launch.timeout, cap)
+    return None
 
 
 def supervise(
@@ -380,7 +385,11 @@ def supervise(
     shim = ShimEvents(launch.report_path if launch.shim else os.devnull)
     timed_out, sent = False, None
     ended_at, cpu_at_limit = 0.0, None
-    limit = [started + launch.timeout, started + launch.timeout * max(1.0, launch.stretch)]
+    limit = [
+        started + launch.timeout,
+        started + launch.timeout * max(1.0, launch.stretch),
+        started,
+    ]
     try:
         timed_out, sent = _wait(
             proc,

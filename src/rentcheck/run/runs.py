@@ -12,7 +12,8 @@ from rentcheck.run.shimreport import ShimSummary
 __all__ = ["RESUME_STRETCH", "Chain", "Interrupt", "RunRecord"]
 
 # A resume launch still stepping at `timeout` may run as long as its own measured pace needs
-# to reach its stop, up to this many times `timeout` (three runs share the CPUs side by side).
+# to reach its stop (one working between two steps: another `timeout` at a time), up to this
+# many times `timeout` (three runs share the CPUs side by side).
 RESUME_STRETCH = 3.0
 
 
