@@ -273,11 +273,15 @@ def progress(text: str, *, always: bool = False) -> None:
 
 def _ending(result: ProcessResult, shim: shimreport.ShimSummary, resumes_after: int = 0) -> str:
     """How a launch ended, its steps numbered as everywhere: "after step k" is k optimizer
-    steps done, counted from the run's start (a relaunch's from the checkpoint it should
-    resume after), as the verdict's "killed after step k" counts them."""
-    steps = f"step {resumes_after + shim.steps}" if shim.active else "its log"
+    steps done, counted from the run's start, as the verdict's "killed after step k" counts
+    them. A relaunch's place is known only once it is judged (it may not have resumed): its
+    own steps, and the step it reached if it resumed where it should."""
+    steps = f"step {shim.steps}" if shim.active else "its log"
     if shim.active and resumes_after:
-        steps += f" ({shim.steps} in this launch, from checkpoint step {resumes_after})"
+        steps = (
+            f"{shim.steps} step{'s' if shim.steps != 1 else ''} of this launch (step "
+            f"{resumes_after + shim.steps} if it resumed after checkpoint step {resumes_after})"
+        )
     if result.sent_signal is not None:
         return f"{signal.Signals(result.sent_signal).name} sent after {steps}"
     if result.timed_out:
