@@ -221,9 +221,22 @@ def test_a_reference_that_timed_out_while_stepping_is_told_to_raise_the_timeout(
 ) -> None:
     from dataclasses import replace
 
-    slow = run(log(range(1, 4), digest=""), shim=ShimSummary(status="active", steps=3))
-    slow = replace(slow, result=replace(slow.result, returncode=None, timed_out=True))
-    findings = judge(settings, slow, []).findings
-    assert [f.code for f in findings] == ["RC631"]
-    assert "still stepping (step 3 of" in findings[0].message
-    assert "raise `timeout`" in findings[0].message
+    def timed_out(step_times: tuple[float, ...], ended_at: float) -> RunRecord:
+        shim = ShimSummary(status="active", steps=3, step_times=step_times)
+        slow = run(log(range(1, 4), digest=""), shim=shim)
+        launch = replace(slow.result.launch, shim_settings={"RENTCHECK_SHIM_STOP_AFTER": "12"})
+        result = replace(
+            slow.result, launch=launch, returncode=None, timed_out=True, ended_at=ended_at
+        )
+        return replace(slow, result=result)
+
+    # Its last step came one step-time before the limit: slow, with the pace and the fix.
+    [finding] = judge(settings, timed_out((10.0, 12.0, 14.0), 15.0), []).findings
+    assert finding.code == "RC631" and finding.details["class"] == "too-slow"
+    assert "too slow for the time limit" in finding.message and "step 3 of 12" in finding.message
+    assert "about 2.00 s per step" in finding.message and "about 18 s more" in finding.message
+    assert "lower `steps` or raise `timeout` in the resume section" in finding.message
+    # No step for 40 s after steps 0.1 s apart: a hang.
+    [finding] = judge(settings, timed_out((10.0, 10.1, 10.2), 50.0), []).findings
+    assert finding.code == "RC631" and finding.details["class"] == "hang"
+    assert "after 3 optimizer step(s), none for 40 s" in finding.message

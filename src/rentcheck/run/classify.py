@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rentcheck.run.logparse import Traceback, last_traceback, nonfinite_loss_lines, strip_ansi
-from rentcheck.run.shimreport import ShimSummary
+from rentcheck.run.shimreport import BUSY_FRACTION, ShimSummary, busy, pace, still_stepping
 
 __all__ = ["GPU_ONLY_PACKAGES", "Failure", "classify_failure"]
 
@@ -155,8 +155,15 @@ def classify_failure(
     lines: Sequence[str],
     shim: ShimSummary,
     observed_steps: int,
+    *,
+    ended_at: float = 0.0,
+    steps: int = 0,
+    section: str = "smoke",
+    cpu_at_limit: float | None = None,
+    started: float = 0.0,
 ) -> Failure | None:
-    """The failure class of a run, or None when it passed."""
+    """The failure class of a run, or None when it passed. A run that timed out while the
+    shim saw it stepping (at ``ended_at``) was too slow for its ``steps``, not hung."""
     clean = [strip_ansi(line) for line in lines]
     if shim.nonfinite:
         nf = shim.nonfinite
@@ -169,8 +176,15 @@ def classify_failure(
     if nan_lines:
         return Failure("non-finite", nan_lines[0].strip())
     if timed_out:
+        if ended_at and still_stepping(shim.step_times, ended_at):
+            return _too_slow(shim, ended_at, steps, section)
+        cores = busy(shim, cpu_at_limit, ended_at, started) if ended_at else None
+        if cores is not None and cores >= BUSY_FRACTION:
+            return _busy(shim, ended_at, started, cores, section)
         last = next((line.strip() for line in reversed(clean) if line.strip()), "(no output)")
-        return Failure("hang", last, f"after {observed_steps} optimizer step(s)")
+        since = f", none for {ended_at - shim.step_times[-1]:.0f} s" if shim.step_times else ""
+        idle = f", {cores:.2f} CPU cores busy since" if cores is not None and since else ""
+        return Failure("hang", last, f"after {observed_steps} optimizer step(s){since}{idle}")
     if shim.failed_saves:
         return Failure("checkpoint-save", str(shim.failed_saves[0].get("error")))
     if returncode == 0:
@@ -179,6 +193,38 @@ def classify_failure(
             return Failure("no-steps", f"exit 0 without {what}", _unseen(shim))
         return None
     return _crash_class(returncode, clean, observed_steps)
+
+
+def _too_slow(shim: ShimSummary, ended_at: float, steps: int, section: str) -> Failure:
+    per_step = pace(shim.step_times) or 0.0
+    evidence = (
+        f"still stepping at the time limit: step {shim.steps} of {steps or '?'}, "
+        f"about {per_step:.2f} s per step (last step {ended_at - shim.step_times[-1]:.1f} s "
+        "before the limit)"
+    )
+    left = max(0, steps - shim.steps)
+    more = f"the {left} steps left need about {left * per_step:.0f} s more; " if steps else ""
+    fix = f"{more}lower `steps` or raise `timeout` in the {section} section"
+    return Failure("too-slow", evidence, fix)
+
+
+def _busy(
+    shim: ShimSummary, ended_at: float, started: float, cores: float, section: str
+) -> Failure:
+    """Timed out between two steps (or before the first) while working: not hung."""
+    if shim.step_times:
+        where = f"after step {shim.steps}, no step for {ended_at - shim.step_times[-1]:.0f} s"
+    else:
+        where = f"no step yet after {ended_at - started:.0f} s"
+    evidence = (
+        f"busy at the time limit ({where}, using {cores:.1f} CPU cores): an evaluation, "
+        "sampling or data preparation between steps, not a wait"
+    )
+    fix = (
+        f"make that work smaller in the {section} args (fewer eval/sample steps, a smaller "
+        f"model or dataset), lower `steps`, or raise `timeout` in the {section} section"
+    )
+    return Failure("too-slow", evidence, fix)
 
 
 def _unseen(shim: ShimSummary) -> str:

@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import re
+import select
 import shlex
 import signal
 import subprocess
@@ -83,6 +84,10 @@ class Launch:
     shim_settings: Mapping[str, str] = field(default_factory=dict)  # RENTCHECK_SHIM_* minus files
     state_dir: str = ""  # rentcheck's own files for this run (shim report, release flag)
     name: str = "run"
+    # A run the shim sees still stepping at ``timeout`` may go on for as long as its measured
+    # pace needs to reach its stop (``RENTCHECK_SHIM_STOP_AFTER``), up to ``stretch`` times
+    # ``timeout`` (1: a hard limit).
+    stretch: float = 1.0
     path_prefix: str = ""  # the project environment's bin dir, first on PATH (as `activate`)
     # (scratch copy root, user's project root, user's dir): the reproduce line runs there.
     origin: tuple[str, str, str] | None = None
@@ -188,6 +193,11 @@ class ProcessResult:
     events: list[dict[str, Any]]
     dropped_lines: int = 0
     forked: bool = False  # started as a fork of a warmed interpreter, not a new process
+    ended_at: float = 0.0  # time.monotonic() when the main process ended or the limit hit
+    limit_s: float = 0.0  # the time limit it ran under (``timeout``, or stretched)
+    # At the limit: the CPU seconds the training process (the shim's) had used (None: unknown)
+    cpu_at_limit: float | None = None
+    started_at: float = 0.0  # time.monotonic() when it was started
 
     @property
     def signal_name(self) -> str | None:
@@ -262,21 +272,25 @@ def _wait(
     launch: Launch,
     trigger: Trigger | None,
     *,
-    deadline: float,
+    deadline: list[float],
     shim: ShimEvents,
     lines: list[str],
     poll_s: float,
 ) -> tuple[bool, int | None]:
-    """Wait for the main process; returns (timed out, signal sent on the trigger)."""
+    """Wait for the main process; returns (timed out, signal sent on the trigger).
+    ``deadline`` holds [the limit now, the most it may be stretched to, the start]."""
     sent: int | None = None
     while proc.returncode is None:
-        remaining = deadline - time.monotonic()
+        remaining = deadline[0] - time.monotonic()
         if remaining <= 0:
-            return True, sent
+            later = _stretched(launch, shim, deadline) if launch.shim else None
+            if later is None:
+                return True, sent
+            deadline[0] = later
+            continue
         # Without a pending trigger there is nothing to poll for: block on the PID.
         timeout = remaining if trigger is None or sent is not None else poll_s
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=timeout)
+        _block(proc, timeout)
         if proc.returncode is None and trigger is not None and sent is None:
             shim.read_new()
             sent = trigger(shim, lines)
@@ -287,6 +301,70 @@ def _wait(
                     with open(launch.release_path, "w", encoding="utf-8"):
                         pass
     return False, sent
+
+
+def _block(proc: Started, timeout: float) -> None:
+    """Wait up to ``timeout`` for the main process to end, returning as it ends: on a pidfd
+    where Linux has one (``Popen.wait(timeout)`` polls, with sleeps of up to 50 ms between
+    polls: a fixed cost after every run that a plain run of the command does not pay)."""
+    pidfd = None
+    popen = proc if isinstance(proc, subprocess.Popen) else None
+    # A trigger's short polls (5 ms) keep Popen.wait: a pidfd per poll would cost more.
+    if popen is not None and timeout > 0.05 and hasattr(os, "pidfd_open"):
+        with contextlib.suppress(OSError):
+            pidfd = os.pidfd_open(popen.pid)
+    if popen is None or pidfd is None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=timeout)
+        return
+    try:
+        select.select([pidfd], [], [], timeout)
+    finally:
+        os.close(pidfd)
+    popen.poll()
+
+
+def _training_cpu(shim: ShimEvents) -> float | None:
+    """CPU seconds (all threads) used so far by the process the shim saw train (Linux /proc),
+    read before the limit's SIGTERM: a run that works between steps is told from a hang."""
+    from rentcheck.run.shimreport import main_pid
+
+    shim.read_new()
+    pid = main_pid(shim.events)
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        # After "pid (comm)": state is field 3; utime and stime are fields 14 and 15.
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+STRETCH_MARGIN = 1.5  # a stretched limit gives the measured pace this much room
+
+
+def _stretched(launch: Launch, shim: ShimEvents, limits: list[float]) -> float | None:
+    """A later limit (``limits``: [now's, the cap, the start]) for a run still stepping whose
+    pace reaches its stop before the cap, or for one working between two steps (an
+    evaluation, a sample: another ``timeout``, up to the cap); None: the limit stands."""
+    from rentcheck.run.shimreport import BUSY_FRACTION, busy, pace, still_stepping, summarize
+
+    now, cap, started = time.monotonic(), limits[1], limits[2]
+    target = launch.shim_settings.get(SHIM_PREFIX + "STOP_AFTER", "")
+    if cap <= now or not target.isdigit():
+        return None
+    shim.read_new()
+    seen = summarize(shim.events, injected=True)
+    per_step = pace(seen.step_times)
+    if per_step is not None and still_stepping(seen.step_times, now):
+        needed = max(0, int(target) - seen.steps) * per_step * STRETCH_MARGIN + 1.0
+        return now + needed if now + needed <= cap else None
+    cores = busy(seen, _training_cpu(shim), now, started)
+    if cores is not None and cores >= BUSY_FRACTION:
+        return min(now + launch.timeout, cap)
+    return None
 
 
 def supervise(
@@ -306,17 +384,25 @@ def supervise(
     reader.start()
     shim = ShimEvents(launch.report_path if launch.shim else os.devnull)
     timed_out, sent = False, None
+    ended_at, cpu_at_limit = 0.0, None
+    limit = [
+        started + launch.timeout,
+        started + launch.timeout * max(1.0, launch.stretch),
+        started,
+    ]
     try:
         timed_out, sent = _wait(
             proc,
             launch,
             trigger,
-            deadline=started + launch.timeout,
+            deadline=limit,
             shim=shim,
             lines=lines,
             poll_s=poll_s,
         )
+        ended_at = time.monotonic()
         if timed_out:
+            cpu_at_limit = _training_cpu(shim) if launch.shim else None
             _signal_group(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=TERM_GRACE_S)
@@ -343,4 +429,8 @@ def supervise(
         events=shim.events,
         dropped_lines=dropped[0],
         forked=not isinstance(proc, subprocess.Popen),
+        ended_at=ended_at or time.monotonic(),
+        limit_s=limit[0] - started,
+        cpu_at_limit=cpu_at_limit,
+        started_at=started,
     )

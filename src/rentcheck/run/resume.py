@@ -20,6 +20,7 @@ by side, since the imports that dominate are paid once per chain, not once per l
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -40,8 +41,15 @@ from rentcheck.run.process import ProcessResult, ShimEvents, Trigger, keep_log, 
 from rentcheck.run.resume_judge import judge
 from rentcheck.run.resume_outcome import ResumeOutcome
 from rentcheck.run.rules import SHIM_UNAVAILABLE
-from rentcheck.run.runs import Chain, Interrupt, RunRecord
-from rentcheck.run.scratch import Scratch, launch_in, new_scratch, remove_scratch, start_dir
+from rentcheck.run.runs import RESUME_STRETCH, Chain, Interrupt, RunRecord
+from rentcheck.run.scratch import (
+    Scratch,
+    launch_in,
+    new_scratch,
+    refill_scratch,
+    remove_scratch,
+    start_dir,
+)
 from rentcheck.run.settings import ResumeSettings
 
 __all__ = ["ResumeOutcome", "run_reference", "run_resume"]
@@ -178,14 +186,16 @@ def _run_one(
     server: ForkServer | None = None,
     learned: Learned | None = None,
     stop_after: int | None = None,
+    resumes_after: int = 0,
 ) -> RunRecord:
     """One launch in ``scratch``; ``initial`` is its tree before the first launch there.
 
     ``server``: fork the run from it; ``learned``: the reference reports its imports there;
     ``stop_after``: the shim ends the run after this many of its own optimizer steps (default
-    ``steps``), whether or not the command has a steps flag."""
+    ``steps``), whether or not the command has a steps flag; ``resumes_after``: the
+    checkpoint step a relaunch should resume after (its progress line counts from there)."""
     shim_settings = dict(_SHIM_BASE)
-    shim_settings["RENTCHECK_SHIM_STOP_AFTER"] = str(stop_after or settings.steps)
+    shim_settings[SHIM_STOP_AFTER] = str(stop_after or settings.steps)
     if plan is not None:
         shim_settings["RENTCHECK_SHIM_PAUSE"] = plan.kind
     if learned is not None:
@@ -193,6 +203,7 @@ def _run_one(
     launch = launch_in(
         settings, scratch, name=label, state_dir=state_dir, shim_settings=shim_settings
     )
+    launch = replace(launch, stretch=RESUME_STRETCH)
     if server is not None and server.usable:
         launch = replace(launch, spawn=server.spawn)
     what = plan.describe() if plan else "to the end"
@@ -213,7 +224,10 @@ def _run_one(
         if learned is not None:
             learned.finish()
     shim = shimreport.summarize(result.events, injected=launch.shim)
-    progress(f"resume: {label}: {_ending(result, shim)} after {result.duration:.1f} s", always=True)
+    ending = f"{_ending(result, shim, resumes_after)} ({result.duration:.1f} s)"
+    if result.sent_signal is not None:
+        ending += ", relaunching..."
+    progress(f"resume: {label}: {ending}", always=True)
     if configured:
         ckpt_dir = watched
     else:
@@ -232,6 +246,7 @@ def _run_one(
 
 
 DEFAULT_CHECKPOINT_DIR = "checkpoints"
+SHIM_STOP_AFTER = "RENTCHECK_SHIM_STOP_AFTER"
 LEARN_WAIT_S = 10.0  # the least a chain waits for the reference's imports before its first run
 _SHIM_BASE = {"RENTCHECK_SHIM_LOSSES": "1", "RENTCHECK_SHIM_DIGEST": "1"}
 
@@ -256,12 +271,28 @@ def progress(text: str, *, always: bool = False) -> None:
         sys.stderr.flush()
 
 
-def _ending(result: ProcessResult, shim: shimreport.ShimSummary) -> str:
-    steps = f"step {shim.steps} of this process" if shim.active else "its log"
+def _ending(result: ProcessResult, shim: shimreport.ShimSummary, resumes_after: int = 0) -> str:
+    """How a launch ended, its steps numbered as everywhere: "after step k" is k optimizer
+    steps done, counted from the run's start, as the verdict's "killed after step k" counts
+    them. A relaunch's place is known only once it is judged (it may not have resumed): its
+    own steps, and the step it reached if it resumed where it should."""
+    steps = f"step {shim.steps}" if shim.active else "its log"
+    if shim.active and resumes_after:
+        steps = (
+            f"{shim.steps} step{'s' if shim.steps != 1 else ''} of this launch (step "
+            f"{resumes_after + shim.steps} if it resumed after checkpoint step {resumes_after})"
+        )
     if result.sent_signal is not None:
-        return f"{signal.Signals(result.sent_signal).name} sent after {steps}, relaunching..."
+        return f"{signal.Signals(result.sent_signal).name} sent after {steps}"
     if result.timed_out:
-        return "timed out"
+        cores = shimreport.busy(shim, result.cpu_at_limit, result.ended_at, result.started_at)
+        if shimreport.still_stepping(shim.step_times, result.ended_at):
+            why = "still stepping: too slow"
+        elif cores is not None and cores >= shimreport.BUSY_FRACTION:
+            why = "working between steps: too slow"
+        else:
+            why = "no step progress: hang"
+        return f"timed out after {steps} ({why}; limit {result.limit_s:.0f} s)"
     if result.returncode == 0 and shim.stopped_after is not None:
         return f"stopped by rentcheck after {steps}"
     return f"exited with status {result.returncode} after {steps}"
@@ -313,6 +344,49 @@ def run_reference(
             shutil.rmtree(state, ignore_errors=True)
 
 
+class ObservedEnd:
+    """The step at which the project ended by itself (its epochs, its own flag) before
+    ``steps``, once a run saw it: the reference, or a chain's first run. Kills are planned
+    before it (the shim pauses at most one step before its stop)."""
+
+    def __init__(self) -> None:
+        self.steps: int | None = None
+
+    def offer(self, record: RunRecord, stop: int) -> bool:
+        """Whether ``record`` (a run from step 1, given ``stop``) ended by itself earlier."""
+        ended = (
+            record.shim.active
+            and not record.interrupted
+            and not record.result.timed_out
+            and record.result.returncode == 0
+            and record.shim.stopped_after is None
+            and 0 < record.shim.steps < stop
+        )
+        if ended:
+            self.steps = min(self.steps or record.shim.steps, record.shim.steps)
+        return ended
+
+    def stop(self, steps: int) -> int:
+        return min(steps, self.steps) if self.steps else steps
+
+
+def _stop_of(record: RunRecord) -> int:
+    """The step count the shim was told to stop the run after."""
+    return int(record.result.launch.shim_settings.get(SHIM_STOP_AFTER, "0") or 0)
+
+
+def _replannable(record: RunRecord, plan: Interrupt, end: ObservedEnd) -> bool:
+    """A first run that ended by itself before its kill between checkpoints, with a step
+    between its first checkpoint and its end: run again with the kill planned before it."""
+    written = [step for step, _ in record.shim.checkpoint_writes()]
+    return (
+        plan.kind == "step"
+        and bool(written)
+        and end.steps is not None
+        and (min(written) < end.steps - 1)
+    )
+
+
 def _run_chain(
     settings: ResumeSettings,
     name: str,
@@ -321,9 +395,12 @@ def _run_chain(
     state_dir: str,
     *,
     learned: Learned | None = None,
+    end: ObservedEnd | None = None,
 ) -> Chain:
     """``learned``: fork the chain's runs from a server warmed with what the reference
-    imported (None: every run is a new process)."""
+    imported (None: every run is a new process); ``end``: where the project ends by itself,
+    shared with the reference."""
+    end = end or ObservedEnd()
     scratch = new_scratch(settings, f"resume-{name}", parent)
     chain = Chain(name=name, interrupts=plans, runs=[], workdir=os.path.dirname(scratch.root))
     initial = _initial(settings, scratch)
@@ -346,14 +423,30 @@ def _run_chain(
             if server is not None and learned is not None:
                 server.preload_learned(learned, 0)
             # A relaunch that resumes at `done + 1` stops where the reference stops.
-            stop = max(1, settings.steps - done)
+            stop = max(1, end.stop(settings.steps) - done)
             return _run_one(
                 settings, scratch, state_dir, label, plan, initial=initial, server=server,
-                stop_after=stop,
+                stop_after=stop, resumes_after=done,
             )  # fmt: skip
 
         for index, plan in enumerate(plans):
             record = run(f"{name}{index + 1}", plan)
+            if (
+                index == 0
+                and end.offer(record, _stop_of(record))
+                and _replannable(record, plan, end)
+            ):
+                progress(
+                    f"resume: {name}1: ended by itself after step {record.shim.steps}, before "
+                    "its kill: starting over with the kill planned before its last step "
+                    f"({end.steps})",
+                    always=True,
+                )
+                refill_scratch(settings, scratch)
+                for stale in (record.result.launch.report_path, record.result.launch.release_path):
+                    with contextlib.suppress(OSError):
+                        os.remove(stale)  # the new run reports afresh under the same name
+                record = run(f"{name}{index + 1}", plan)
             chain.runs.append(record)
             if not record.interrupted:
                 return chain  # it ended on its own: nothing to relaunch
@@ -434,13 +527,22 @@ def run_resume(
         plans.append(("save", (Interrupt("save", signal.SIGKILL),)))
     state_dir = tempfile.mkdtemp(prefix="rentcheck-state-")
     learned = _learned(settings, reference)
-    run_chain = partial(_run_chain, settings, parent=workdir_parent, state_dir=state_dir)
+    end = ObservedEnd()
+    if reference is not None:
+        end.offer(reference, settings.steps)
+    run_chain = partial(_run_chain, settings, parent=workdir_parent, state_dir=state_dir, end=end)
     jobs: list[tuple[int, Callable[[], Any]]] = [
         (len(p) + 1, partial(run_chain, name, p, learned=learned)) for name, p in plans
     ]
     if reference is None:
         cold = partial(run_reference, settings, workdir_parent=workdir_parent, state_dir=state_dir)
-        jobs.append((1, partial(cold, learned=learned)))
+
+        def reference_run() -> RunRecord:
+            record = cold(learned=learned)
+            end.offer(record, settings.steps)  # the chains' later launches plan before it
+            return record
+
+        jobs.append((1, reference_run))
     started = time.monotonic()
     try:
         # Forked chains pay their imports once: the three jobs go side by side.

@@ -18,7 +18,7 @@ from rentcheck.model import Finding, Rule
 from rentcheck.run import ckptdir, rules
 from rentcheck.run.logparse import find_digest
 from rentcheck.run.lossseries import LossComparer
-from rentcheck.run.runs import Chain, Interrupt, RunRecord
+from rentcheck.run.runs import RESUME_STRETCH, Chain, Interrupt, RunRecord
 from rentcheck.run.settings import ResumeSettings
 
 __all__ = ["Judgement", "judge"]
@@ -41,14 +41,20 @@ def judge(settings: ResumeSettings, reference: RunRecord, chains: Sequence[Chain
     out = Judgement()
     add = out.findings.append
     if reference.failed_on_its_own:
-        text = f"the uninterrupted run failed: {reference.failure_text()}"
-        if reference.result.timed_out and reference.shim.steps:
-            text += (
-                f"; it was still stepping (step {reference.shim.steps} of {settings.steps}) "
-                f"when `timeout` ({settings.timeout:g} s) ran out, beside the kill chains: "
-                "raise `timeout` or make the resume args train a smaller model"
+        failure = reference.failure()
+        if failure is not None and failure.kind == "too-slow":
+            limit = reference.result.limit_s
+            text = (
+                f"the uninterrupted run was too slow for the time limit ({limit:.0f} s: "
+                f"`timeout` {settings.timeout:g} s, stretched to its measured pace up to "
+                f"{RESUME_STRETCH:g}x), not hung: {failure.evidence}, beside the kill chains; "
+                f"{failure.detail}, or make the resume args train a smaller model"
             )
-        add(_finding(rules.REFERENCE_FAILED, text, log_tail=reference.result.lines[-40:]))
+        else:
+            text = f"the uninterrupted run failed: {reference.failure_text()}"
+        tail = reference.result.lines[-40:]
+        kind = failure.kind if failure else None
+        add(_finding(rules.REFERENCE_FAILED, text, log_tail=tail, **{"class": kind}))
         return out
     patterns = ckptdir.checkpoint_patterns(reference.listing)
     if not patterns and not reference.shim.checkpoint_writes():
@@ -154,9 +160,30 @@ def _judge_chain(ctx: _Context, chain: Chain) -> None:
         if first_step is None:
             break  # the relaunch failed or logged nothing: later links have no footing
         offset = first_step - 1
+    else:
+        _not_landed(ctx, chain, offset)
     final = chain.runs[-1]
     if not final.interrupted and not final.failed_on_its_own:
         _judge_final(ctx, chain, final)
+
+
+def _not_landed(ctx: _Context, chain: Chain, offset: int) -> None:
+    """The kills planned after the last relaunch, which ended by itself before its own kill
+    (the project's own end came first): reported as not run, never judged."""
+    final = chain.runs[-1]
+    if final.interrupted or final.failed_on_its_own:
+        return
+    ran = len(chain.runs) - 1  # kills that landed: every run but the last was killed
+    for later in chain.interrupts[ran:]:
+        # The relaunch ended by itself before its own kill: that scenario did not run.
+        text = (
+            f"the relaunch ended on its own after step {offset + final.shim.steps} before "
+            "this kill could land; the scenario did not run"
+        )
+        ctx.out.findings.append(_finding(rules.KILL_AFTER_END, text, later.describe()))
+        ctx.out.scenarios.append(
+            {"scenario": later.describe(), "ran": False, "why": "kill-after-end"}
+        )
 
 
 MAX_POINTS = 400  # per run: a report's picture needs its shape, not every step
@@ -231,7 +258,13 @@ def _judge_link(
     cut_file = killed.shim.cut_file if plan.kind == "save" else None
     durable, cut_under_final_name = _durable(killed, patterns, offset)
     killed_series = compare.series(killed)
-    at_step = killed_series.steps[-1] if killed_series.steps else offset + killed.shim.steps
+    # The shim counts the steps the killed process took exactly; a log may lag (it logs
+    # every N steps, or after the save the kill cut).
+    if killed.shim.active and killed.shim.steps:
+        at_step = offset + killed.shim.steps
+    else:
+        at_step = killed_series.steps[-1] if killed_series.steps else offset
+
     if _after_the_end(ctx, title, at_step, durable):
         return None
     scenario: dict[str, Any] = {
@@ -333,7 +366,7 @@ def _last_step(ctx: _Context) -> int | None:
 
 def _judge_final(ctx: _Context, chain: Chain, final: RunRecord) -> None:
     settings, compare, reference, out = ctx.settings, ctx.compare, ctx.reference, ctx.out
-    title = chain.interrupts[-1].describe()
+    title = chain.interrupts[len(chain.runs) - 2].describe()  # the last kill that landed
     found = (s for s in reversed(out.scenarios) if s["scenario"] == title)
     scenario: dict[str, Any] = next(found, {})
     problems = []

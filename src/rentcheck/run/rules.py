@@ -133,7 +133,7 @@ SMOKE_CLASSES: dict[str, Rule] = {
     "hang": Rule(
         code="RC608",
         name="smoke-hang",
-        summary="The run did not finish or reach N steps before the timeout",
+        summary="The run did not reach N steps before the timeout and was not seen stepping",
         why=(
             "A deadlocked DataLoader, a rendezvous waiting for peers or an interactive login "
             "prompt hangs a rented box until someone notices, billing all along."
@@ -141,8 +141,8 @@ SMOKE_CLASSES: dict[str, Rule] = {
         example_bad="socket.create_server(...).accept()  # waits for a peer that never comes",
         example_good="timeouts on every wait; trackers disabled or offline in smoke runs",
         fix=(
-            "Look at the last log lines to see where it waits; raise `timeout` only if the run "
-            "was merely slow."
+            "Look at the last log lines to see where it waits. A run the step shim saw still "
+            "stepping at the limit is reported as too slow (RC615), not as this."
         ),
         family="smoke",
         default_severity=_E,
@@ -227,6 +227,27 @@ SMOKE_CLASSES: dict[str, Rule] = {
             "torch.optim step and parameters updated in place between two backward passes; "
             "with `shim: off` (or a launcher that drops it), print one line per step and set "
             "`step-regex` to match it."
+        ),
+        family="smoke",
+        default_severity=_E,
+        fix_applicability=_NONE,
+    ),
+    "too-slow": Rule(
+        code="RC615",
+        name="smoke-too-slow-for-timeout",
+        summary="The run was still taking steps when its time limit ran out",
+        why=(
+            "A run that trains, only slower than the time limit allows, is not hung: the fix "
+            "is fewer steps or more time, not a search for what it waits on. Told apart from "
+            "a hang (RC608) by the step shim: its last step came a few step-times before the "
+            "limit."
+        ),
+        example_bad="steps: 200 at 2 s per step on CPU with timeout: 300",
+        example_good="steps: 20 (or timeout: 600)",
+        fix=(
+            "Lower `steps` (or the step count in the `args`), train a smaller model in the "
+            "gate's args, or raise `timeout` in the gate's section; the message gives the "
+            "measured seconds per step."
         ),
         family="smoke",
         default_severity=_E,

@@ -26,6 +26,7 @@ __all__ = [
     "launch_in",
     "new_scratch",
     "project_files",
+    "refill_scratch",
     "remove_scratch",
     "scratch_copy",
     "start_dir",
@@ -161,6 +162,17 @@ def new_scratch(settings: RunSettings, label: str, parent: str | None = None) ->
     except BaseException:
         shutil.rmtree(base, ignore_errors=True)
         raise
+
+
+def refill_scratch(settings: RunSettings, scratch: Scratch) -> None:
+    """Empty ``scratch`` and copy the project into it again, at the same paths (a chain that
+    starts over: a fork server warmed for that directory stays usable)."""
+    shutil.rmtree(scratch.root, ignore_errors=True)
+    os.mkdir(scratch.root)
+    scratch_copy(
+        settings.root, scratch.root, excludes=settings.excludes, links=settings.links,
+        cwd=settings.cwd,
+    )  # fmt: skip
 
 
 def remove_scratch(scratch: Scratch) -> None:

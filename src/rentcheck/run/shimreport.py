@@ -6,9 +6,10 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
-__all__ = ["ShimSummary", "summarize"]
+__all__ = ["ShimSummary", "busy", "main_pid", "pace", "still_stepping", "summarize"]
 
 ACTIVE = "active"
 NO_TORCH = "no-torch"
@@ -42,6 +43,11 @@ class ShimSummary:
     # Every checked step left every parameter as it was (no gradient reached the optimizer,
     # or a zero learning rate): the run stepped but did not train.
     idle: bool = False
+    # time.monotonic() of each optimizer step of the main process (the clock every process of
+    # the machine shares): a run still stepping at its time limit is slow, not hung.
+    step_times: tuple[float, ...] = ()
+    step_cpu: float | None = None  # the main process's CPU seconds at its last step
+    main_pid: int | None = None
 
     @property
     def active(self) -> bool:
@@ -110,7 +116,7 @@ def _public(event: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in event.items() if k != "_i"}
 
 
-def _main_pid(events: Sequence[Mapping[str, Any]]) -> int | None:
+def main_pid(events: Sequence[Mapping[str, Any]]) -> int | None:
     """The training process: most optimizer steps, else the first one that imported torch."""
     steps = Counter(e.get("pid") for e in events if e.get("e") == "step")
     if steps:
@@ -127,7 +133,7 @@ def summarize(events: Sequence[Mapping[str, Any]], injected: bool) -> ShimSummar
         return ShimSummary(status=OFF)
     if not any(e.get("e") == "start" for e in events):
         return ShimSummary(status=UNAVAILABLE)
-    pid = _main_pid(events)
+    pid = main_pid(events)
     torch_event = next((e for e in events if e.get("e") == "torch"), None)
     if pid is None or torch_event is None:
         return ShimSummary(status=NO_TORCH)
@@ -153,4 +159,47 @@ def summarize(events: Sequence[Mapping[str, Any]], injected: bool) -> ShimSummar
         digest=str(exit_event["digest"]) if exit_event and exit_event.get("digest") else None,
         errors=tuple(str(e.get("error")) for e in events if e.get("e") == "shim-error"),
         idle=bool(step_events) and all(e.get("moved") is False for e in step_events[:3]),
+        step_times=tuple(float(e["t"]) for e in step_events if isinstance(e.get("t"), float)),
+        step_cpu=next(
+            (float(e["c"]) for e in reversed(step_events) if isinstance(e.get("c"), float)), None
+        ),
+        main_pid=pid,
     )
+
+
+STALL_FACTOR = 3.0  # no step for this many times the longest gap between two steps: stalled
+STALL_MIN_S = 2.0  # ... and never less: an evaluation or a save between two fast steps
+
+
+# Cores used since the last step by a run that works (an eval, a sample) rather than waits: a
+# wait uses next to none; a run sharing 2 loaded cores with others gets 0.3-0.4 (minGPT's
+# chargpt sampling at 0.39 under load 9), so the line is well below one core.
+BUSY_FRACTION = 0.1
+
+
+def busy(shim: ShimSummary, cpu_at: float | None, at: float, started: float) -> float | None:
+    """The main process's CPU use (cores) from its last step (else from its start) until
+    ``at``, when it had used ``cpu_at`` CPU seconds; None when unknown."""
+    if cpu_at is None:
+        return None
+    since, cpu0 = (shim.step_times[-1], shim.step_cpu) if shim.step_times else (started, 0.0)
+    if cpu0 is None or at - since <= 0:
+        return None
+    return max(0.0, cpu_at - cpu0) / (at - since)
+
+
+def pace(step_times: Sequence[float]) -> float | None:
+    """Seconds per optimizer step, from the steps seen (None: fewer than two)."""
+    if len(step_times) < 2:
+        return None
+    return (step_times[-1] - step_times[0]) / (len(step_times) - 1)
+
+
+def still_stepping(step_times: Sequence[float], at: float) -> bool:
+    """Whether a run whose steps came at ``step_times`` was still advancing at ``at`` (a
+    monotonic time): its last step is no longer ago than a few of its longest gaps. A hang is
+    no step for a long stretch; a run with fewer than two steps has shown no pace."""
+    if len(step_times) < 2:
+        return False
+    gap = max(b - a for a, b in pairwise(step_times))
+    return at - step_times[-1] <= max(STALL_FACTOR * gap, STALL_MIN_S)

@@ -38,6 +38,7 @@ LABELS = {
     "needs-gpu": "needs a GPU-only dependency",
     "non-finite": "NaN/Inf",
     "hang": "hang: timed out",
+    "too-slow": "too slow for the time limit",
     "checkpoint-save": "checkpoint save failed",
     "outside-sandbox": "wrote outside its sandbox",
     "needs-network": "needs network or an uncached download",
@@ -238,6 +239,30 @@ def _findings(outcome: SmokeOutcome) -> list[Finding]:
     return findings
 
 
+# What the verdict path loads after the run (judge, ledger, rule table, report): loaded on a
+# thread while the run trains, since a plain run of the command would not wait for it after
+# its end (about 0.1 s of the gate's fixed cost; the run itself blocks in a wait meanwhile).
+_VERDICT_MODULES = ("rentcheck.gates.judge", "rentcheck.gates.run", "rentcheck.report.lastrun")
+
+
+def _prepare_verdict_meanwhile() -> None:
+    import threading
+
+    def load() -> None:
+        import importlib
+
+        try:
+            for name in _VERDICT_MODULES:
+                importlib.import_module(name)
+            from rentcheck.registry import all_rules
+
+            all_rules()  # cached: the rule table, plugins' entry points included
+        except Exception:  # noqa: BLE001, S110 - the verdict path loads them again and says why
+            pass
+
+    threading.Thread(target=load, name="rentcheck-verdict-preload", daemon=True).start()
+
+
 def run_smoke(
     settings: SmokeSettings, *, workdir_parent: str | None = None, keep_workdir: bool | None = None
 ) -> SmokeOutcome:
@@ -257,6 +282,7 @@ def run_smoke(
             },
         )
         before = snapshot_tree(settings.root, settings.excludes, skip=[workdir, state_dir])
+        _prepare_verdict_meanwhile()
         result = supervise(launch)
         after = snapshot_tree(settings.root, settings.excludes, skip=[workdir, state_dir])
     except BaseException:
@@ -269,7 +295,17 @@ def run_smoke(
     losses = {r.step if r.step is not None else i: r.loss or "" for i, r in enumerate(records, 1)}
     outside = changed_paths(before, after) if before is not None and after is not None else []
     observed = 0 if shim.idle else max(shim.steps, len(losses))
-    failure = classify_failure(result.returncode, result.timed_out, result.lines, shim, observed)
+    failure = classify_failure(
+        result.returncode,
+        result.timed_out,
+        result.lines,
+        shim,
+        observed,
+        ended_at=result.ended_at,
+        cpu_at_limit=result.cpu_at_limit,
+        started=result.started_at,
+        steps=settings.steps,
+    )
     outcome = SmokeOutcome(settings, result, shim, failure, outside, losses)
     outcome.findings = _findings(outcome)
     keep = not outcome.passed if keep_workdir is None else keep_workdir

@@ -270,7 +270,12 @@ def _count_step(key: int, params: list[Any], how: str, moved: bool | None = True
     else:
         _State.params[index] = params
     losses, _State.losses = _State.losses, []
-    _emit("step", n=_State.steps, loss=losses, by=how, moved=moved)
+    import time  # built in: no file is read
+
+    # t, c (wall and this process's CPU seconds): the supervisor tells a run still stepping,
+    # or busy between two steps, at its time limit from a hung one.
+    now, cpu = time.monotonic(), time.process_time()
+    _emit("step", n=_State.steps, loss=losses, by=how, moved=moved, t=now, c=cpu)
     if _State.steps == 1 and _setting("MODULES") == "1":
         _emit_modules()
     if _setting("FINITE") == "1":
