@@ -502,6 +502,12 @@ class Machine:
             self.storages[key] = StorageRef(key, stype.name, numel, loc, itemsize, scan, "")
         self.views.named(key)
         if len(items) > 5 and kind_of(items[5]) != "none":
+            # torch's legacy loader unpacks it as (view key, offset, size) and fails otherwise
+            view = items_of(items[5]) or ()
+            if len(view) != 3 or not isinstance(view[0], str):
+                raise Malformed(f"storage {key!r} has a view that is not (key, offset, size)")
+            if not all(isinstance(v, int) and v >= 0 for v in view[1:]):
+                raise Malformed(f"storage {key!r} has a view whose offset or size is no count")
             self.views.whole({key})  # a legacy storage view (offset, size): read whole
         self.push(Pers(key))
 

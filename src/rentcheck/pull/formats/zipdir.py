@@ -125,6 +125,8 @@ def read_central_directory(pread: PRead, size: int) -> tuple[list[ZipRecord], in
         rec = _EOCD64.unpack(pread(z64_at, _EOCD64.size))
         if rec[0] != b"PK\x06\x06":
             raise FormatError("ZIP64 end-of-central-directory record is damaged")
+        if rec[1] != _EOCD64.size - 12:  # miniz refuses a shorter record; no writer adds more
+            raise FormatError(f"the ZIP64 end record declares {rec[1]} bytes, not 44")
         disk, cd_disk, n_disk, n, cd_size, cd_off = rec[4], rec[5], rec[6], rec[7], rec[8], rec[9]
         if z64_at + _EOCD64.size + _LOC64.size != eocd_at:
             raise ZipAmbiguous(
