@@ -49,7 +49,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "box"))
 
-from sshdkit import SshLab, start_lab  # noqa: E402 - the test kit lives beside the tests
+from sshdkit import SshLab, linked_tree, start_lab  # noqa: E402 - the test kit lives beside the tests
 
 MiB = 1 << 20
 
@@ -182,18 +182,6 @@ def roster_case(lab: SshLab, work: Path, files: int, repeat: int) -> None:
     print(f"  roster {out.stat().st_size / MiB:.0f} MiB on the box")
     print(f"  peak RSS: here {here_kib / 1024:.0f} MiB (wait4), box {box_kib / 1024:.0f} MiB")
     shutil.rmtree(box)
-
-
-def linked_tree(root: Path, n: int) -> None:
-    """``n`` empty files, 1,000 to a folder, the others hard links to one per folder: cheap to
-    make, and each still listed, hashed, transferred and verified as a file of its own."""
-    for d in range(0, n, 1000):
-        folder = root / f"step_{d // 1000:05d}"
-        folder.mkdir(parents=True)
-        seed = folder / f"sample_{d:07d}.png"
-        seed.touch()
-        for i in range(d + 1, min(n, d + 1000)):
-            os.link(seed, folder / f"sample_{i:07d}.png")
 
 
 _OWN_PEAK = (

@@ -216,3 +216,15 @@ def wait_until(condition: Callable[[], bool], what: str, limit: float = 30.0) ->
         if time.monotonic() > deadline:
             raise AssertionError(what)
         time.sleep(0.01)
+
+
+def linked_tree(root: Path, n: int) -> None:
+    """``n`` empty files, 1,000 to a folder: one real file per folder, the others hard links
+    to it (a name each, not an inode: cheap to make, and each is still read and hashed)."""
+    for d in range(0, n, 1000):
+        folder = root / f"step_{d // 1000:05d}"
+        folder.mkdir(parents=True)
+        seed = folder / f"sample_{d:07d}.png"
+        seed.touch()
+        for i in range(d + 1, min(n, d + 1000)):
+            os.link(seed, folder / f"sample_{i:07d}.png")

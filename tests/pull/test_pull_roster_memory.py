@@ -24,21 +24,9 @@ import pytest
 from rentcheck.box.transport import LocalBox
 from rentcheck.errors import RemoteError
 from rentcheck.pull.remote_roster import _Answer
-from tests.box.sshdkit import SshLab
+from tests.box.sshdkit import SshLab, linked_tree
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-
-
-def linked_tree(root: Path, n: int) -> None:
-    """``n`` empty files, 1,000 to a folder: one real file per folder, the others hard links
-    to it (a name each, not an inode: cheap to make, and each is still read and hashed)."""
-    for d in range(0, n, 1000):
-        folder = root / f"step_{d // 1000:05d}"
-        folder.mkdir(parents=True)
-        seed = folder / f"sample_{d:07d}.png"
-        seed.touch()
-        for i in range(d + 1, min(n, d + 1000)):
-            os.link(seed, folder / f"sample_{i:07d}.png")
 
 
 def build_on_box(lab: SshLab, root: Path) -> tuple[float, float, dict[str, object]]:
